@@ -1,0 +1,91 @@
+"""The engine interface every voice family implements.
+
+The engine is a plain synchronous library: it knows nothing of MQTT, queues
+or sound cards.  A voice turns text into an iterator of :class:`AudioChunk`;
+the daemon, the CLI and the benchmarks consume that iterator and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    """Per-request synthesis settings. ``None`` always means "the voice's default"."""
+
+    length_scale: float | None = None
+    """Phoneme duration multiplier: > 1 is slower speech, < 1 faster."""
+
+    noise_scale: float | None = None
+    """VITS prior noise (expressiveness); 0 makes the output deterministic."""
+
+    noise_w: float | None = None
+    """VITS duration-predictor noise (rhythm variation); 0 makes durations deterministic."""
+
+    speaker_id: int | None = None
+    """Speaker index for multi-speaker voices."""
+
+    volume: float = 1.0
+    """Linear gain applied after synthesis (1.0 = unchanged); the result is clipped to [-1, 1]."""
+
+    normalize_audio: bool = True
+    """Scale each sentence to full scale before ``volume`` (what piper-tts does)."""
+
+
+@dataclass(frozen=True)
+class AudioChunk:
+    """A piece of synthesized mono audio, in the order it must be played."""
+
+    audio: np.ndarray
+    """Samples, float32 in [-1, 1], shape (n,)."""
+
+    sample_rate: int
+    """Hertz."""
+
+    sentence_index: int
+    """0-based index of the sentence this chunk belongs to."""
+
+    is_last_in_sentence: bool = True
+    """True for the final chunk of its sentence (every chunk, while chunks are whole sentences)."""
+
+    phoneme_ids: tuple[int, ...] = field(default=(), repr=False)
+    """Model input ids of the sentence (after BOS/EOS/pad interleaving); empty where not applicable."""
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of audio in this chunk."""
+        return float(self.audio.shape[0]) / float(self.sample_rate)
+
+    def to_int16(self) -> np.ndarray:
+        """Samples as 16-bit signed PCM (clipped, rounded toward zero like piper-tts)."""
+        return np.clip(self.audio * 32767.0, -32767.0, 32767.0).astype(np.int16)
+
+
+@runtime_checkable
+class Voice(Protocol):
+    """What the daemon and the CLI need from any voice family."""
+
+    @property
+    def name(self) -> str:
+        """A short name for logs and the status topic."""
+        ...
+
+    @property
+    def sample_rate(self) -> int:
+        """Hertz of every chunk this voice yields."""
+        ...
+
+    def synthesize(
+        self, text: str, config: SynthesisConfig | None = None
+    ) -> Iterator[AudioChunk]:
+        """Speak ``text``: yield chunks as soon as each is ready.
+
+        Raises :class:`edgetts.errors.UnspeakableTextError` before yielding
+        anything when the text has nothing to speak.
+        """
+        ...
