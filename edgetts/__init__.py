@@ -1,10 +1,7 @@
 """edgetts: an offline announcer daemon for small boards."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("edgetts")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0+source"
+# The one place the version is written (pyproject.toml reads it).  A literal,
+# not importlib.metadata: that import alone costs ~3 MB of RSS on a board.
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]
