@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import onnxruntime as ort
 
 from .errors import VoiceError
+from .model_cache import cache_key, prepare_dir
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -72,14 +73,53 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     return so
 
 
-def create_session(model: Path | bytes, options: RuntimeOptions) -> ort.InferenceSession:
-    """Load an ONNX model on the CPU; any failure becomes a one-line :class:`VoiceError`."""
-    source: str | bytes = str(model) if isinstance(model, Path) else model
+def _new_session(source: str | bytes, so: ort.SessionOptions) -> ort.InferenceSession:
+    return ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.InferenceSession:
+    """Load the optimised form of ``model`` from ``cache_dir``, making it on first use."""
+    cached = cache_dir / cache_key(model, ort.__version__, options.optimization)
+    if cached.is_file():
+        so = session_options(replace(options, optimization="disable"))
+        try:
+            return _new_session(str(cached), so)
+        except Exception as err:  # a torn or stale cache entry: rebuild it below
+            _LOGGER.warning("dropping unusable optimised model %s: %s", cached, err)
+            cached.unlink(missing_ok=True)
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
+    so = session_options(options)
+    so.optimized_model_filepath = str(partial)
+    session = _new_session(str(model), so)
+    try:
+        partial.replace(cached)  # atomic: another process never sees half a file
+    except OSError as err:
+        _LOGGER.debug("could not store optimised model %s: %s", cached, err)
+        partial.unlink(missing_ok=True)
+    return session
+
+
+def create_session(
+    model: Path | bytes,
+    options: RuntimeOptions,
+    *,
+    cache_dir: Path | None = None,
+) -> ort.InferenceSession:
+    """Load an ONNX model on the CPU; any failure becomes a one-line :class:`VoiceError`.
+
+    With ``cache_dir`` (a writable directory), the graph-optimised model is
+    kept there and later loads skip the optimisation (see :mod:`.model_cache`).
+    """
     what = str(model) if isinstance(model, Path) else "model bytes"
     try:
-        return ort.InferenceSession(
-            source, sess_options=session_options(options), providers=["CPUExecutionProvider"]
-        )
+        if isinstance(model, Path) and not model.is_file():
+            raise FileNotFoundError(str(model))
+        if isinstance(model, Path) and options.optimization != "disable":
+            usable = prepare_dir(cache_dir)
+            if usable is not None:
+                return _load_cached(model, options, usable)
+        source: str | bytes = str(model) if isinstance(model, Path) else model
+        return _new_session(source, session_options(options))
     except FileNotFoundError as err:
         raise VoiceError(f"voice model not found: {what}") from err
     except Exception as err:  # onnxruntime raises its own types for corrupt models

@@ -1,0 +1,415 @@
+"""Piper-format VITS voices: ``voice.onnx`` + ``voice.onnx.json``.
+
+One method per stage: text -> phonemes (espeak-ng) -> ids -> audio, and only
+:meth:`PiperVoice.infer` calls ``session.run``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .engine import AudioChunk, SynthesisConfig
+from .errors import SynthesisError, UnspeakableTextError, VoiceError
+from .lexicon import Lexicon
+from .normalize import NormalizeOptions
+from .onnx_session import RuntimeOptions, create_session
+from .phonemize import phonemize
+from .textproc import Break, Phonemes, prepare
+
+_LOGGER = logging.getLogger(__name__)
+
+BOS = "^"
+EOS = "$"
+PAD = "_"
+# Phonemes that carry no sound of their own: a sentence of only these is unspeakable.
+_SILENT_PHONEMES = frozenset(" .,:;!?-'\"()")
+_REQUIRED_INPUTS = ("input", "input_lengths", "scales")
+
+
+@dataclass(frozen=True)
+class PiperVoiceConfig:
+    """What a voice's ``.onnx.json`` says, validated."""
+
+    sample_rate: int
+    """Hertz."""
+
+    espeak_voice: str
+    """espeak-ng voice name, e.g. ``en-us``."""
+
+    phoneme_id_map: Mapping[str, tuple[int, ...]]
+    """Phoneme -> model input ids."""
+
+    num_speakers: int = 1
+    speaker_id_map: Mapping[str, int] = field(default_factory=dict)
+    noise_scale: float = 0.667
+    length_scale: float = 1.0
+    noise_w: float = 0.8
+    phoneme_type: str = "espeak"
+    vowel_clusters: frozenset[tuple[str, ...]] = frozenset()
+    """Phoneme sequences merged into one symbol before id lookup (e.g. ``a ɪ`` -> ``aɪ``)."""
+    default_speaker_id: int = 0
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any], source: str = "voice config") -> PiperVoiceConfig:
+        """Validate a parsed ``.onnx.json``; errors name the file and the field."""
+
+        def need(path: str) -> Any:
+            node: Any = data
+            for key in path.split("."):
+                if not isinstance(node, Mapping) or key not in node:
+                    raise VoiceError(f"{source}: missing field {path!r}")
+                node = node[key]
+            return node
+
+        try:
+            sample_rate = int(need("audio.sample_rate"))
+            raw_map = need("phoneme_id_map")
+            if not isinstance(raw_map, Mapping) or not raw_map:
+                raise VoiceError(f"{source}: 'phoneme_id_map' must be a non-empty object")
+            id_map = {str(k): tuple(int(i) for i in v) for k, v in raw_map.items()}
+            for symbol in (BOS, EOS, PAD):
+                if symbol not in id_map:
+                    raise VoiceError(f"{source}: phoneme_id_map lacks {symbol!r}")
+            phoneme_type = str(data.get("phoneme_type", "espeak"))
+            espeak_voice = str(need("espeak.voice")) if phoneme_type == "espeak" else ""
+            inference = data.get("inference", {}) or {}
+            clusters = data.get("vowel_clusters", {}) or {}
+            config = PiperVoiceConfig(
+                sample_rate=sample_rate,
+                espeak_voice=espeak_voice,
+                phoneme_id_map=id_map,
+                num_speakers=int(data.get("num_speakers", 1)),
+                speaker_id_map={str(k): int(v) for k, v in (data.get("speaker_id_map") or {}).items()},
+                noise_scale=float(inference.get("noise_scale", 0.667)),
+                length_scale=float(inference.get("length_scale", 1.0)),
+                noise_w=float(inference.get("noise_w", 0.8)),
+                phoneme_type=phoneme_type,
+                vowel_clusters=frozenset(tuple(c) for c in clusters.values())
+                if isinstance(clusters, Mapping)
+                else frozenset(tuple(c) for c in clusters),
+                default_speaker_id=int(data.get("default_speaker_id", 0)),
+            )
+        except (TypeError, ValueError) as err:
+            raise VoiceError(f"{source}: {err}") from err
+        if config.sample_rate <= 0:
+            raise VoiceError(f"{source}: audio.sample_rate must be positive")
+        if config.phoneme_type not in ("espeak", "text"):
+            raise VoiceError(
+                f"{source}: phoneme_type {config.phoneme_type!r} is not supported "
+                "(edgetts speaks espeak and text voices)"
+            )
+        return config
+
+    @staticmethod
+    def from_file(path: Path) -> PiperVoiceConfig:
+        """Read and validate a ``.onnx.json`` file."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as err:
+            raise VoiceError(f"voice config not found: {path}") from err
+        except (OSError, UnicodeDecodeError) as err:
+            raise VoiceError(f"cannot read voice config {path}: {err}") from err
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise VoiceError(
+                f"voice config {path} is not valid JSON: {err.msg} at line {err.lineno}"
+            ) from err
+        if not isinstance(data, Mapping):
+            raise VoiceError(f"voice config {path} must hold a JSON object")
+        return PiperVoiceConfig.from_dict(data, source=str(path))
+
+
+def _merge_clusters(phonemes: list[str], clusters: frozenset[tuple[str, ...]]) -> list[str]:
+    """Merge known multi-codepoint phonemes, longest first."""
+    if not clusters:
+        return phonemes
+    longest = max(len(c) for c in clusters)
+    merged: list[str] = []
+    i = 0
+    while i < len(phonemes):
+        for n in range(min(longest, len(phonemes) - i), 1, -1):
+            if tuple(phonemes[i : i + n]) in clusters:
+                merged.append("".join(phonemes[i : i + n]))
+                i += n
+                break
+        else:
+            merged.append(phonemes[i])
+            i += 1
+    return merged
+
+
+def is_speakable(phonemes: Sequence[str]) -> bool:
+    """True when a sentence has at least one phoneme that makes a sound."""
+    return any(p not in _SILENT_PHONEMES for p in phonemes)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One model run: a sentence's phonemes and its prosody."""
+
+    phonemes: tuple[str, ...]
+    rate: float = 1.0
+    """Speed multiplier (SSML prosody rate): divides the length scale."""
+    volume: float = 1.0
+    """Linear gain (SSML prosody volume)."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Silence between sentences (SSML break)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How text is prepared before espeak-ng."""
+
+    normalize: bool = True
+    """Run the text normaliser (numbers, times, money, codes ...)."""
+    normalize_options: NormalizeOptions | None = None
+    lexicon: Lexicon | None = None
+    ssml: bool | None = None
+    """True: parse as SSML; False: plain text; None: SSML when it starts with ``<speak``."""
+
+
+class PiperFrontend:
+    """Text -> phonemes -> model ids for one voice config (no model needed)."""
+
+    def __init__(self, config: PiperVoiceConfig, text: TextOptions | None = None) -> None:
+        self.config = config
+        self.text = text or TextOptions()
+
+    def _espeak(self, text: str) -> list[list[str]]:
+        if self.config.phoneme_type == "text":
+            return [list(unicodedata.normalize("NFD", text))] if text.strip() else []
+        return phonemize(text, self.config.espeak_voice)
+
+    def plan(self, text: str) -> list[Sentence | Pause]:
+        """Sentences (with prosody) and pauses, in speaking order.
+
+        Phonemes given directly (lexicon ``/IPA/`` entries, SSML ``<phoneme>``)
+        join the sentence around them, so they do not break its intonation.
+        """
+        segments = prepare(
+            text,
+            options=self.text.normalize_options,
+            lexicon=self.text.lexicon,
+            ssml=self.text.ssml,
+            normalize=self.text.normalize,
+        )
+        plan: list[Sentence | Pause] = []
+        current: list[str] = []
+        prosody = (1.0, 1.0)
+
+        def close() -> None:
+            if current and is_speakable(current):
+                merged = _merge_clusters(current, self.config.vowel_clusters)
+                plan.append(Sentence(tuple(merged), rate=prosody[0], volume=prosody[1]))
+            current.clear()
+
+        for segment in segments:
+            if isinstance(segment, Break):
+                close()  # a break always ends the sentence; Break(0) is a paragraph end
+                if segment.seconds > 0:
+                    plan.append(Pause(segment.seconds))
+                continue
+            if (segment.rate, segment.volume) != prosody:
+                close()
+                prosody = (segment.rate, segment.volume)
+            if isinstance(segment, Phonemes):
+                if current and current[-1] != " ":
+                    current.append(" ")
+                current.extend(unicodedata.normalize("NFD", segment.ipa.strip()))
+                continue
+            sentences = self._espeak(segment.text)
+            for index, phonemes in enumerate(sentences):
+                if current and current[-1] != " " and phonemes:
+                    current.append(" ")
+                current.extend(phonemes)
+                ends = phonemes[-1:] and phonemes[-1] in ".?!"
+                if index < len(sentences) - 1 or ends:
+                    close()
+        close()
+        return plan
+
+    def phonemize(self, text: str) -> list[list[str]]:
+        """Phonemes of each speakable sentence of ``text``."""
+        return [list(item.phonemes) for item in self.plan(text) if isinstance(item, Sentence)]
+
+    def phoneme_ids(self, phonemes: Sequence[str]) -> list[int]:
+        """Model input ids: BOS, then each phoneme followed by PAD, then EOS."""
+        id_map = self.config.phoneme_id_map
+        ids: list[int] = [*id_map[BOS], *id_map[PAD]]
+        for phoneme in phonemes:
+            mapped = id_map.get(phoneme)
+            if mapped is None:
+                _LOGGER.warning("phoneme %r is not in the voice's id map; skipped", phoneme)
+                continue
+            ids.extend(mapped)
+            ids.extend(id_map[PAD])
+        ids.extend(id_map[EOS])
+        return ids
+
+    def sentence_ids(self, text: str) -> list[list[int]]:
+        """Model input ids of each speakable sentence of ``text``."""
+        return [self.phoneme_ids(p) for p in self.phonemize(text)]
+
+
+class PiperVoice:
+    """A loaded Piper voice: phonemizer settings, id map and an onnxruntime session."""
+
+    def __init__(
+        self,
+        name: str,
+        config: PiperVoiceConfig,
+        session: Any,
+        model_path: Path,
+        text: TextOptions | None = None,
+    ) -> None:
+        self._name = name
+        self.config = config
+        self.frontend = PiperFrontend(config, text)
+        self.session = session
+        self.model_path = model_path
+        inputs = {i.name for i in session.get_inputs()}
+        missing = [n for n in _REQUIRED_INPUTS if n not in inputs]
+        if missing:
+            raise VoiceError(
+                f"{model_path} is not a Piper voice model: it has inputs "
+                f"{sorted(inputs)}, expected {list(_REQUIRED_INPUTS)}"
+            )
+        if config.num_speakers > 1 and "sid" not in inputs:
+            raise VoiceError(f"{model_path}: config has {config.num_speakers} speakers but no 'sid' input")
+        self._has_sid = "sid" in inputs
+
+    @staticmethod
+    def load(
+        model_path: Path,
+        config_path: Path | None = None,
+        *,
+        runtime: RuntimeOptions | None = None,
+        name: str | None = None,
+        text: TextOptions | None = None,
+        cache_dir: Path | None = None,
+    ) -> PiperVoice:
+        """Load ``model_path`` and its ``.onnx.json`` (beside it unless given).
+
+        ``cache_dir``: where the graph-optimised model is kept between loads
+        (None: optimise on every load).
+        """
+        model_path = Path(model_path)
+        if config_path is None:
+            config_path = model_path.with_name(model_path.name + ".json")
+        if not model_path.is_file():
+            raise VoiceError(f"voice model not found: {model_path}")
+        config = PiperVoiceConfig.from_file(Path(config_path))
+        started = time.perf_counter()
+        session = create_session(model_path, runtime or RuntimeOptions(), cache_dir=cache_dir)
+        _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
+        voice_name = name or model_path.name.removesuffix(".onnx")
+        return PiperVoice(voice_name, config, session, model_path, text)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def sample_rate(self) -> int:
+        return self.config.sample_rate
+
+    # -- ids -> audio -----------------------------------------------------------
+    def _scales(self, config: SynthesisConfig) -> np.ndarray:
+        pick = lambda value, default: default if value is None else value  # noqa: E731
+        return np.array(
+            [
+                pick(config.noise_scale, self.config.noise_scale),
+                pick(config.length_scale, self.config.length_scale),
+                pick(config.noise_w, self.config.noise_w),
+            ],
+            dtype=np.float32,
+        )
+
+    def _speaker(self, config: SynthesisConfig) -> np.ndarray | None:
+        if not self._has_sid:
+            if config.speaker_id not in (None, 0):
+                raise SynthesisError(f"voice {self.name} has one speaker; speaker_id {config.speaker_id} is invalid")
+            return None
+        sid = self.config.default_speaker_id if config.speaker_id is None else config.speaker_id
+        if not 0 <= sid < max(self.config.num_speakers, 1):
+            raise SynthesisError(
+                f"speaker_id {sid} is out of range for voice {self.name} "
+                f"({self.config.num_speakers} speakers)"
+            )
+        return np.array([sid], dtype=np.int64)
+
+    def infer(self, ids: Sequence[int], config: SynthesisConfig) -> np.ndarray:
+        """Run the model on one sentence's ids: raw float32 audio, shape (n,)."""
+        feeds: dict[str, np.ndarray] = {
+            "input": np.asarray(ids, dtype=np.int64)[np.newaxis, :],
+            "input_lengths": np.array([len(ids)], dtype=np.int64),
+            "scales": self._scales(config),
+        }
+        sid = self._speaker(config)
+        if sid is not None:
+            feeds["sid"] = sid
+        try:
+            outputs = self.session.run(None, feeds)
+        except Exception as err:
+            raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
+        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+        if audio.size == 0:
+            raise SynthesisError(f"voice {self.name} produced no audio")
+        if not np.all(np.isfinite(audio)):
+            raise SynthesisError(f"voice {self.name} produced NaN or infinite samples")
+        return audio
+
+    def _finish(self, audio: np.ndarray, config: SynthesisConfig) -> np.ndarray:
+        if config.normalize_audio:
+            peak = float(np.max(np.abs(audio)))
+            audio = audio / peak if peak >= 1e-8 else np.zeros_like(audio)
+        if config.volume != 1.0:
+            audio = audio * config.volume
+        return np.clip(audio, -1.0, 1.0).astype(np.float32)
+
+    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        """One chunk per sentence (and per pause), each yielded as soon as it is computed."""
+        config = config or SynthesisConfig()
+        plan = self.frontend.plan(text)
+        if not any(isinstance(item, Sentence) for item in plan):
+            raise UnspeakableTextError(f"nothing speakable in {_preview(text)}")
+        for index, item in enumerate(plan):
+            if isinstance(item, Pause):
+                silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
+                yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
+                continue
+            ids = self.frontend.phoneme_ids(item.phonemes)
+            sentence_config = config
+            if item.rate != 1.0 or item.volume != 1.0:
+                length = config.length_scale if config.length_scale is not None else self.config.length_scale
+                sentence_config = replace(
+                    config, length_scale=length / item.rate, volume=config.volume * item.volume
+                )
+            audio = self._finish(self.infer(ids, sentence_config), sentence_config)
+            yield AudioChunk(
+                audio=audio,
+                sample_rate=self.sample_rate,
+                sentence_index=index,
+                is_last_in_sentence=True,
+                phoneme_ids=tuple(ids),
+            )
+
+
+def _preview(text: str, limit: int = 40) -> str:
+    shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    return repr(shown)

