@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .ar.manifest import AR_FORMAT, is_ar_manifest
 from .engine import Voice
 from .errors import VoiceError
 from .model_cache import default_cache_dir
@@ -19,7 +19,6 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_VOICE = "default"
 DEFAULT_VOICE_NAME = "en_US-joe-medium"
-AR_FORMAT = "edgetts-ar-1"
 # Where `edgetts voices` and bare voice names look, after $EDGETTS_VOICE_PATH.
 VOICE_DIRS = (
     Path("/var/lib/edgetts/voices"),
@@ -58,23 +57,13 @@ def search_dirs() -> list[Path]:
     return [*extra, *VOICE_DIRS]
 
 
-def _is_ar_manifest(path: Path) -> bool:
-    if path.suffix != ".json" or path.name.endswith(".onnx.json"):
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and data.get("format") == AR_FORMAT
-
-
 def _scan(directory: Path) -> Iterator[VoiceInfo]:
     if not directory.is_dir():
         return
     for path in sorted(directory.rglob("*")):
         if path.name.endswith(".onnx") and path.with_name(path.name + ".json").is_file():
             yield VoiceInfo(path.name.removesuffix(".onnx"), "piper", path, str(directory))
-        elif _is_ar_manifest(path):
+        elif is_ar_manifest(path):
             yield VoiceInfo(path.stem, "ar", path, str(directory))
 
 
@@ -101,7 +90,7 @@ def resolve_voice(spec: str | Path) -> VoiceInfo:
     if path.suffix == ".json" and not path.name.endswith(".onnx.json"):
         if not path.is_file():
             raise VoiceError(f"voice manifest not found: {path}")
-        if not _is_ar_manifest(path):
+        if not is_ar_manifest(path):
             raise VoiceError(f"{path} is not an edgetts voice manifest (\"format\": \"{AR_FORMAT}\")")
         return VoiceInfo(path.stem, "ar", path, "path")
     if path.suffix == ".onnx" or os.sep in text or path.exists():

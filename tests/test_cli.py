@@ -110,3 +110,16 @@ def test_say_without_an_audio_device(no_sound_card: dict[str, str]) -> None:
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     result = edgetts("synth", "Hello.", "-o", str(tmp_path / "x.wav"), "--length-scale", "-1")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_synth_with_an_autoregressive_voice_manifest(tmp_path: Path) -> None:
+    from make_ar_test_voice import make_voice
+
+    manifest = make_voice(tmp_path / "ar")
+    out = tmp_path / "ar.wav"
+    result = edgetts("synth", "Doors closing. Mind the gap.", "-o", str(out), "--voice", str(manifest))
+    assert result.returncode == 0, result.stderr
+    audio, rate = read_wav(out)
+    assert rate > 0 and audio.size > rate // 10 and np.max(np.abs(audio)) > 0.01
+    listed = json.loads(edgetts("voices", "--json", env={**os.environ, "EDGETTS_VOICE_PATH": str(tmp_path / "ar")}).stdout)
+    assert any(v["family"] == "ar" and v["path"] == str(manifest) for v in listed)
