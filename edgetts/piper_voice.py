@@ -19,11 +19,9 @@ import numpy as np
 
 from .engine import AudioChunk, SynthesisConfig
 from .errors import SynthesisError, UnspeakableTextError, VoiceError
-from .lexicon import Lexicon
-from .normalize import NormalizeOptions
 from .onnx_session import RuntimeOptions, create_session
 from .phonemize import phonemize
-from .textproc import Break, Phonemes, prepare
+from .textproc import Break, Phonemes, TextOptions, prepare
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -169,18 +167,6 @@ class Pause:
     """Silence between sentences (SSML break)."""
 
     seconds: float
-
-
-@dataclass(frozen=True)
-class TextOptions:
-    """How text is prepared before espeak-ng."""
-
-    normalize: bool = True
-    """Run the text normaliser (numbers, times, money, codes ...)."""
-    normalize_options: NormalizeOptions | None = None
-    lexicon: Lexicon | None = None
-    ssml: bool | None = None
-    """True: parse as SSML; False: plain text; None: SSML when it starts with ``<speak``."""
 
 
 class PiperFrontend:

@@ -45,6 +45,20 @@ class Break:
 
 
 Segment = Speak | Phonemes | Break
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How text is prepared before espeak-ng."""
+
+    normalize: bool = True
+    """Run the text normaliser (numbers, times, money, codes ...)."""
+    normalize_options: NormalizeOptions | None = None
+    lexicon: Lexicon | None = None
+    ssml: bool | None = None
+    """True: parse as SSML; False: plain text; None: SSML when it starts with ``<speak``."""
+
+
 _SENTENCE_END = (".", "?", "!")
 _MARK_STRENGTH = "?!.;:,"
 _LEADING_MARKS = re.compile(r"\s*([.,?!:;]+)")

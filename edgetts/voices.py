@@ -13,7 +13,7 @@ from .engine import Voice
 from .errors import VoiceError
 from .model_cache import default_cache_dir
 from .onnx_session import RuntimeOptions
-from .piper_voice import TextOptions
+from .textproc import TextOptions
 
 _LOGGER = logging.getLogger(__name__)
 

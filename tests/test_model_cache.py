@@ -12,7 +12,8 @@ import pytest
 from edgetts.engine import SynthesisConfig
 from edgetts.model_cache import cache_key, default_cache_dir
 from edgetts.onnx_session import RuntimeOptions
-from edgetts.piper_voice import PiperVoice, TextOptions
+from edgetts.piper_voice import PiperVoice
+from edgetts.textproc import TextOptions
 from edgetts.voices import default_voice_path
 
 TEXT = "Order number 57 is ready for collection at counter 3."
