@@ -11,10 +11,10 @@ that fails to load is deleted and rebuilt.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import platform
+import zlib
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -51,12 +51,23 @@ def _cpu_identity() -> str:
     return "\n".join(seen)
 
 
+def _checksum(text: str) -> str:
+    # Two 32-bit checksums, not hashlib: importing hashlib loads OpenSSL (~3 MB of
+    # RSS on every start) and a cache name needs no cryptographic strength.
+    data = text.encode("utf-8")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def _family(model: Path) -> str:
+    """The part of a cache name shared by every version of one model file."""
+    return f"{model.name.removesuffix('.onnx')}-{_checksum(str(model.resolve()))[:8]}-"
+
+
 def cache_key(model: Path, ort_version: str, optimization: str) -> str:
     """A name for the optimised form of ``model`` on this machine."""
     stat = model.stat()
     identity = "\n".join(
         [
-            str(model.resolve()),
             str(stat.st_size),
             str(stat.st_mtime_ns),
             ort_version,
@@ -65,8 +76,12 @@ def cache_key(model: Path, ort_version: str, optimization: str) -> str:
             _cpu_identity(),
         ]
     )
-    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24]
-    return f"{model.name.removesuffix('.onnx')}-{digest}.onnx"
+    return f"{_family(model)}{_checksum(identity)}.onnx"
+
+
+def stale_entries(directory: Path, model: Path, current: str) -> list[Path]:
+    """Earlier optimised forms of ``model`` (another onnxruntime, an edited file)."""
+    return [p for p in directory.glob(f"{_family(model)}*.onnx") if p.name != current]
 
 
 def prepare_dir(directory: Path | None) -> Path | None:

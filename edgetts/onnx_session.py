@@ -7,15 +7,20 @@ optimisation and, later, core pinning are decided once.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import onnxruntime as ort
 
 from .errors import VoiceError
-from .model_cache import cache_key, prepare_dir
+from .model_cache import cache_key, prepare_dir, stale_entries
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -74,7 +79,32 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
 
 
 def _new_session(source: str | bytes, so: ort.SessionOptions) -> ort.InferenceSession:
-    return ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+    _return_free_heap()
+    return session
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+    return cast("Callable[[int], int] | None", trim)
+
+
+def _return_free_heap() -> None:
+    """Give the heap freed after parsing a model back to the OS.
+
+    Parsing the protobuf leaves several MB of free heap that glibc keeps; every
+    later allocation (a sentence's activations) then stacks on top of it.
+    Measured on the joe voice: RSS after load 138.6 -> 132.1 MB, peak over the
+    corpus 276.3 -> 274.9 MB.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.InferenceSession:
@@ -96,6 +126,8 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.I
     except OSError as err:
         _LOGGER.debug("could not store optimised model %s: %s", cached, err)
         partial.unlink(missing_ok=True)
+    for stale in stale_entries(cache_dir, model, cached.name):
+        stale.unlink(missing_ok=True)
     return session
 
 

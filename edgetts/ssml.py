@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import math
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from edgetts.errors import EdgeTTSError
 from edgetts.normalize import NormalizeOptions, codes, dates, numbers, times
 from edgetts.normalize.rules import spell
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 MAX_BREAK_S = 10.0
 """Longer breaks are cut to this: a typo must not silence the announcer for minutes."""
@@ -125,6 +128,9 @@ def looks_like_ssml(text: str) -> bool:
 
 def parse(text: str, options: NormalizeOptions | None = None) -> list[Item]:
     """Parse an SSML document into items; raise :class:`SSMLError` on anything unsupported."""
+    # Imported here: the XML parser costs ~1 MB of RSS, and most announcements are plain text.
+    import xml.etree.ElementTree as ET
+
     if _DTD.search(text):
         raise SSMLError("SSML must not contain a DOCTYPE or entity declarations")
     try:

@@ -71,6 +71,17 @@ def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert default_cache_dir() == tmp_path / "xdg" / "edgetts" / "models"
 
 
+def test_an_older_entry_of_the_same_model_is_removed(tmp_path: Path) -> None:
+    _load(tmp_path)
+    current = next(tmp_path.glob("*.onnx"))
+    older = current.with_name(current.name[: -len("0123456789abcdef.onnx")] + "0123456789abcdef.onnx")
+    current.rename(older)  # as if written by another onnxruntime version
+    other_model = tmp_path / "another-voice-00000000-0123456789abcdef.onnx"
+    other_model.write_bytes(b"x")
+    _load(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == sorted([current.name, other_model.name])
+
+
 def test_key_changes_with_the_model(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(b"1")
