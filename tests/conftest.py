@@ -16,6 +16,8 @@ os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 sys.path.insert(0, str(ROOT / "tools"))  # generators in tools/ are imported by tests
+# The broker, ALSA capture and notify-socket fixtures, for every test module.
+pytest_plugins = ["daemon_support"]
 
 
 def corpus_lines() -> list[str]:

@@ -10,6 +10,7 @@ import wave
 from pathlib import Path
 
 import numpy as np
+from daemon_support import Capture
 
 from edgetts import __version__
 from edgetts.engine import SynthesisConfig
@@ -100,6 +101,19 @@ def test_nothing_speakable(tmp_path: Path) -> None:
     assert not (tmp_path / "x.wav").exists()
 
 
+def test_say_plays_the_speech_through_alsa(alsa_capture: Capture, default_voice) -> None:  # type: ignore[no-untyped-def]
+    text = "Shift change in ten minutes."
+    result = edgetts("say", text, "--noise-scale", "0", "--noise-w", "0", "--threads", "2")
+    assert result.returncode == 0, result.stderr
+    played = alsa_capture.pcm()
+    expected = np.concatenate(
+        [c.to_int16() for c in default_voice.synthesize(text, SynthesisConfig(noise_scale=0, noise_w=0))]
+    )
+    assert played.size >= expected.size
+    assert np.array_equal(played[: expected.size], expected)
+    assert not played[expected.size :].any()  # at most the device's zero padding after it
+
+
 def test_say_without_an_audio_device(no_sound_card: dict[str, str]) -> None:
     result = edgetts("say", "Hello.", env=no_sound_card)
     assert_one_line_error(result, "audio output device")
@@ -121,5 +135,6 @@ def test_synth_with_an_autoregressive_voice_manifest(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     audio, rate = read_wav(out)
     assert rate > 0 and audio.size > rate // 10 and np.max(np.abs(audio)) > 0.01
-    listed = json.loads(edgetts("voices", "--json", env={**os.environ, "EDGETTS_VOICE_PATH": str(tmp_path / "ar")}).stdout)
+    env = {**os.environ, "EDGETTS_VOICE_PATH": str(tmp_path / "ar")}
+    listed = json.loads(edgetts("voices", "--json", env=env).stdout)
     assert any(v["family"] == "ar" and v["path"] == str(manifest) for v in listed)

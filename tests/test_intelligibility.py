@@ -38,3 +38,25 @@ def test_reversed_speech_is_not_heard(default_voice) -> None:  # type: ignore[no
 def test_word_error_rate() -> None:
     assert word_error_rate("a b c d".split(), "a b c d".split()) == 0.0
     assert word_error_rate("a b c d".split(), "a x c".split()) == 0.5
+
+
+def _spoken_corpus() -> list[tuple[str, list[str]]]:
+    from conftest import DATA
+
+    rows = (DATA / "spoken_corpus.tsv").read_text(encoding="utf-8").splitlines()
+    return [(text, spoken.split()) for text, spoken in (row.split("\t") for row in rows if row.strip())]
+
+
+def test_normalisation_lowers_the_word_error_rate(default_voice, raw_voice) -> None:  # type: ignore[no-untyped-def]
+    # Issue 7: the corpus spoken with the normaliser is understood better than without it,
+    # scored against hand-written spoken forms (tests/data/spoken_corpus.tsv).
+    with_norm: list[float] = []
+    without: list[float] = []
+    for text, reference in _spoken_corpus():
+        for voice, scores in ((default_voice, with_norm), (raw_voice, without)):
+            heard = transcribe(_speak(voice, text), voice.sample_rate)
+            scores.append(word_error_rate(reference, heard))
+    mean_with, mean_without = sum(with_norm) / len(with_norm), sum(without) / len(without)
+    print(f"pocketsphinx WER over the corpus: {mean_with:.3f} normalised, {mean_without:.3f} raw")
+    assert len(with_norm) == 20
+    assert mean_with < mean_without
