@@ -47,6 +47,8 @@ from .playback import (
 )
 from .scheduler import Entry, Scheduler
 from .sdnotify import Notifier
+from .ssml import SSMLError, looks_like_ssml
+from .ssml import parse as parse_ssml
 from .textproc import TextOptions
 
 _LOGGER = logging.getLogger(__name__)
@@ -419,7 +421,12 @@ class Daemon:
             self._prefetch_next()  # it plays next: get its first sentence ready meanwhile
 
     def _check_references(self, ann: Announcement) -> None:
-        """Names in the payload must exist here (raises PayloadError)."""
+        """Names in the payload must exist here, SSML must parse (raises PayloadError)."""
+        if ann.text is not None and looks_like_ssml(ann.text):
+            try:
+                parse_ssml(ann.text, self.config.normalize)
+            except SSMLError as exc:  # rejected now, never read aloud as tags later
+                raise PayloadError(f"bad SSML: {exc}") from None
         if ann.voice is not None and ann.voice not in self.voices:
             raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(self.voices)})")
         for kind in ("clip", "chime"):

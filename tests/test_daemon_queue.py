@@ -168,6 +168,9 @@ def test_expiry_and_dedup(rig_factory) -> None:
         (b'{"id": "c3", "clip": "/etc/passwd"}', "not allowed"),
         (b'{"id": "c4", "chime": "a\\u0000b", "text": "x"}', "not allowed"),
         (b'{"id": "e1", "text": "   "}', "text is empty"),
+        (b'<speak>Gate <break time="soon"/> closing</speak>', "bad SSML"),
+        (b'{"id": "s2", "text": "<speak>Gate <blink>17</blink></speak>"}', "bad SSML"),
+        (b'{"id": "s3", "text": "<speak>Gate 17"}', "bad SSML"),
         (b"[1, 2]", ""),
     ],
 )
