@@ -88,7 +88,7 @@ def _load(args: argparse.Namespace) -> Voice:
 
 def _text_arg(args: argparse.Namespace) -> str:
     if args.text is None:
-        raise EdgeTTSError("give the text to speak, or --text-file")
+        raise EdgeTTSError("give the text to speak")
     return str(args.text)
 
 
@@ -106,7 +106,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as err:
             raise EdgeTTSError(f"cannot read {args.text_file}: {err}") from err
         out_dir = Path(args.out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise EdgeTTSError(f"cannot create {out_dir}: {err.strerror or err}") from err
         voice = _load(args)
         config = _synthesis_config(args)
         written = 0
@@ -114,7 +117,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
             if not line.strip():
                 continue  # files are named after line numbers, so blank lines leave a gap
             path = out_dir / f"{number:04d}.wav"
-            seconds = write_wav(path, voice.synthesize(line, config))
+            try:
+                seconds = write_wav(path, voice.synthesize(line, config))
+            except EdgeTTSError as err:
+                raise EdgeTTSError(f"{args.text_file}:{number}: {err}") from err
             written += 1
             print(f"{path}\t{seconds:.2f} s")
         if not written:

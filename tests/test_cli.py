@@ -64,6 +64,14 @@ def test_synth_text_file_numbers_by_line(tmp_path: Path) -> None:
         assert rate == 22050 and audio.size > 22050 // 2 and np.max(np.abs(audio)) > 0.5
 
 
+def test_text_file_error_names_the_line(tmp_path: Path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text("Mind the gap.\n?!?! ...\n")
+    result = edgetts("synth", "--text-file", str(lines), "--out-dir", str(tmp_path / "wavs"))
+    assert_one_line_error(result, f"{lines}:2: nothing speakable")
+    assert [p.name for p in (tmp_path / "wavs").iterdir()] == ["0001.wav"]
+
+
 def test_phonemes_prints_one_line_per_sentence() -> None:
     result = edgetts("phonemes", "Mind the gap. Please stand clear.", "--no-normalize")
     assert result.returncode == 0
