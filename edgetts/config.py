@@ -31,6 +31,8 @@ Priority = Literal["emergency", "high", "normal", "low"]
 
 #: A topic level / id an operator may choose: no MQTT wildcards, no separators.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A clip name (the same rule as edgetts.messages.CLIP_NAME_RE): never a path.
+_CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
 class ConfigError(Exception):
@@ -262,8 +264,8 @@ class VoiceModelSettings:
     def validate(self) -> None:
         if not self.model:
             raise _FieldError(("model",), "must not be empty")
-        if "/" in self.model and not os.path.isfile(self.model):
-            raise _FieldError(("model",), f"no such file: {self.model}")
+        # A missing model file is not a config error (issue 6): the daemon starts without the
+        # voice, plays clips, and reports `degraded: voice` with the loader's reason.
         if self.threads is not None and not 1 <= self.threads <= 64:
             raise _FieldError(("threads",), "must be 1-64")
         if self.length_scale is not None and not 0.1 <= self.length_scale <= 10:
@@ -330,7 +332,85 @@ class ClipSettings:
     """Prerecorded clips and chimes."""
 
     dir: str | None = None
-    """Directory of `<name>.wav` files (16-bit PCM); None = no clips (every clip is unknown)."""
+    """Directory of `<name>.wav` files (any rate, width, channels); None = no clips (every clip is unknown)."""
+
+
+def _check_clip_name(path: tuple[str, ...], name: str | None) -> None:
+    if name is not None and not _CLIP_NAME_RE.match(name):
+        raise _FieldError(path, f"{name[:80]!r} is not a clip name (letters, digits, - and _ only)")
+
+
+@dataclass(frozen=True)
+class FallbackRule:
+    """A regex on the announcement text and the clip it falls back to."""
+
+    match: str
+    """Regular expression, searched case-insensitively in the text (e.g. `fire|evacuat`)."""
+
+    clip: str
+    """Clip name played when speech cannot be produced for a matching text."""
+
+    def validate(self) -> None:
+        try:
+            re.compile(self.match)
+        except re.error as exc:
+            raise _FieldError(("match",), f"bad regular expression: {exc}") from None
+        _check_clip_name(("clip",), self.clip)
+
+
+@dataclass(frozen=True)
+class FallbackSettings:
+    """What plays when speech cannot be produced in time (issue 6)."""
+
+    default_clip: str | None = None
+    """Clip played when no announcement field and no rule chose one; None = the announcement fails."""
+
+    deadline_ms: int = 4000
+    """Milliseconds from an announcement's turn to its first speech audio before the fallback clip plays."""
+
+    rules: tuple[FallbackRule, ...] = ()
+    """First matching rule (regex on the text) chooses the clip, before default_clip."""
+
+    def validate(self) -> None:
+        _check_clip_name(("default_clip",), self.default_clip)
+        if not 50 <= self.deadline_ms <= 600000:
+            raise _FieldError(("deadline_ms",), "must be 50-600000")
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """The phrase cache: synthesized audio kept on disk (issue 6)."""
+
+    dir: str | None = None
+    """Folder of cached phrases; None = `$CACHE_DIRECTORY/phrases` under systemd (CacheDirectory=), else no cache."""
+
+    max_mb: float = 200.0
+    """Megabytes (10^6 bytes) the folder may hold; least recently used phrases go first; 0 = no cache."""
+
+    def validate(self) -> None:
+        if self.max_mb < 0:
+            raise _FieldError(("max_mb",), "must be >= 0")
+
+    def resolved_dir(self) -> Path | None:
+        """The folder in use, or None when the cache is off."""
+        if self.max_mb <= 0:
+            return None
+        if self.dir is not None:
+            return Path(self.dir)
+        systemd = os.environ.get("CACHE_DIRECTORY")
+        return Path(systemd.split(":")[0]) / "phrases" if systemd else None
+
+
+@dataclass(frozen=True)
+class LoudnessSettings:
+    """One loudness for clips and speech (gated RMS level, see edgetts/loudness.py)."""
+
+    target_dbfs: float | None = None
+    """dBFS clips and every voice are brought to; None = the default voice's own level (speech untouched)."""
+
+    def validate(self) -> None:
+        if self.target_dbfs is not None and not -60.0 <= self.target_dbfs <= 0.0:
+            raise _FieldError(("target_dbfs",), "must be -60 to 0 dBFS")
 
 
 @dataclass(frozen=True)
@@ -353,6 +433,9 @@ class Config:
     """More voices by name, chosen per announcement with `"voice": "<name>"`."""
     queue: QueueSettings = field(default_factory=QueueSettings)
     clips: ClipSettings = field(default_factory=ClipSettings)
+    fallback: FallbackSettings = field(default_factory=FallbackSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    loudness: LoudnessSettings = field(default_factory=LoudnessSettings)
     normalize: NormalizeOptions = field(default_factory=NormalizeOptions)
     """How numbers, times, money and codes are read (docs/normalization.md)."""
     lexicon: dict[str, str] = field(default_factory=dict)
@@ -506,7 +589,7 @@ def _convert(tp: Any, value: Any, path: tuple[str, ...]) -> Any:
             raise _FieldError(path, f"expected a mapping, got {value!r}")
         return {k: _convert(item_tp, v, path + (k,)) for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
-        return _build(tp, value, path)
+        return _build(typing.cast(type, tp), value, path)
     if tp is bool:
         if not isinstance(value, bool):
             raise _FieldError(path, f"expected true or false, got {value!r}")
@@ -536,6 +619,9 @@ def _build(cls: type, data: Any, path: tuple[str, ...]) -> Any:
     for key in data:
         if key not in names:
             raise _FieldError(path + (key,), f"unknown key (known: {', '.join(sorted(names))})")
+    for f in dataclasses.fields(cls):
+        if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise _FieldError(path + (f.name,), "required key missing")
     kwargs = {k: _convert(hints[k], v, path + (k,)) for k, v in data.items()}
     obj = cls(**kwargs)
     validate = getattr(obj, "validate", None)

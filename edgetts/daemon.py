@@ -6,12 +6,17 @@ Threads and what they may do:
   into state, never block);
 * the synthesis thread: run the voice for the announcement being played and feed
   its sentences to the playback job, so the next sentence is synthesized while
-  the current one plays;
+  the current one plays; it stores what it synthesized in the phrase cache and,
+  when synthesis raises, hands the job a fallback clip (issue 6);
 * the audio thread (:class:`edgetts.playback.Player`): write to the device;
 * signal handlers: enqueue the signal.
 
 Everything else (queue, current announcement, events, acknowledgements,
-status, reload, the watchdog) happens on the loop in :meth:`Daemon.run`.
+status, reload, the watchdog) happens on the loop in :meth:`Daemon.run`, and
+so does everything that is already audio: clips and phrase-cache hits are fed to
+the player from the loop, without waiting for the synthesis thread, and the
+loop plays the fallback clip when an announcement's first speech misses its
+deadline (issue 6: never silent).
 """
 
 from __future__ import annotations
@@ -25,16 +30,22 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import __version__
+from .clips import Clip, ClipLibrary
 from .config import Config, ConfigError, VoiceModelSettings, load_config
 from .engine import AudioChunk, SynthesisConfig, Voice
-from .errors import AudioDeviceError, EdgeTTSError
+from .errors import AudioDeviceError, EdgeTTSError, UnspeakableTextError
+from .fallback import Choice, CompiledRule, choose, compile_rules
+from .loudness import loudness_dbfs
 from .messages import AnnounceLimits, Announcement, Degraded, Event, PayloadError, Status
 from .mqtt_link import AckHandle, Inbound, MqttLink
+from .phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from .playback import (
     Converter,
     DeviceFormat,
@@ -43,7 +54,6 @@ from .playback import (
     Player,
     PlayerReport,
     PlayerSettings,
-    load_wav,
 )
 from .scheduler import Entry, Scheduler
 from .sdnotify import Notifier
@@ -65,10 +75,22 @@ def load_configured_voice(settings: VoiceModelSettings, text: TextOptions) -> Vo
 
 def synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:
     # Volume is applied by the player (audio/volume x announcement volume), once.
-    return SynthesisConfig(
-        length_scale=settings.length_scale, noise_scale=settings.noise_scale,
-        noise_w=settings.noise_w, speaker_id=settings.speaker_id,
-    )
+    # One definition (edgetts.phrase_cache) so `edgetts render` computes the same cache keys.
+    return voice_synthesis_config(settings)
+
+
+#: Spoken once per voice at load: its loudness (edgetts.loudness) is what clips are matched to
+#: when loudness/target_dbfs is null, and the run warms the voice up for the first announcement.
+CALIBRATION_TEXT = "Attention please: the next train to the city centre will depart from platform two."
+
+#: Sample rate of the device when neither audio/sample_rate nor a default voice gives one.
+FALLBACK_RATE = 22050
+
+#: Loudness clips get when the target is the default voice's level but no voice loaded.
+FALLBACK_DBFS = -20.0
+
+#: Position (repeat, sentence) of a fallback clip in a job.
+_FALLBACK_SENTENCE = 10**6
 
 
 def player_settings(config: Config, default_rate: int) -> PlayerSettings:
@@ -100,6 +122,28 @@ class _VoicesLoaded:
     config: Config
     voices: dict[str, Voice]
     error: str | None
+    extras: _VoiceExtras | None = None
+    clips: ClipLibrary | None = None
+
+
+@dataclass(frozen=True)
+class _FallbackUsed:
+    """From the synthesis thread: it handed ``job`` its fallback clip."""
+
+    job: PlaybackJob
+    reason: str
+    detail: str
+
+
+@dataclass
+class _VoiceExtras:
+    """What the daemon keeps per loaded voice beside the voice object."""
+
+    level_dbfs: dict[str, float | None] = field(default_factory=dict)
+    """Loudness of each voice on CALIBRATION_TEXT."""
+
+    digest: dict[str, str] = field(default_factory=dict)
+    """edgetts.phrase_cache.voice_hash of each voice (only with a phrase cache)."""
 
 
 # ------------------------------------------------------------- synthesis
@@ -110,14 +154,19 @@ class SynthRequest:
     """Everything the synthesis thread needs for one announcement."""
 
     job: PlaybackJob
-    voice: Voice | None
-    text: str | None
+    voice: Voice
+    text: str
     config: SynthesisConfig
-    clip: Path | None
-    chime: Path | None
+    chime: Clip | None
     repeat: int
     start: tuple[int, int]
     """(repeat, sentence) to start from (after a preemption)."""
+    fallback: Clip | None = None
+    """Played when synthesis raises (reason synthesis_error or unspeakable)."""
+    gain: float = 1.0
+    """Loudness gain of this voice (1.0 = its own level)."""
+    cache: PhraseCache | None = None
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +189,8 @@ class Synthesizer:
     for inference.  A prefetch nobody asks for is dropped at the next one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, notify: Callable[[Any], None] | None = None) -> None:
+        self._notify = notify or (lambda _msg: None)
         self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
         self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
@@ -162,15 +212,31 @@ class Synthesizer:
                 self._prefetch(request)
                 continue
             job = request.job
-            if job.stop_requested:
+            if job.stop_requested or job.closed:
                 continue
             try:
                 self._synthesize(request)
+            except UnspeakableTextError as exc:
+                self._failed(request, "unspeakable", str(exc))
             except EdgeTTSError as exc:
-                job.fail(str(exc))
+                self._failed(request, "synthesis_error", str(exc))
             except Exception as exc:  # a bug or a broken model must not kill the daemon
                 _LOGGER.exception("synthesis failed")
-                job.fail(f"synthesis failed: {type(exc).__name__}: {exc}")
+                self._failed(request, "synthesis_error", f"synthesis failed: {type(exc).__name__}: {exc}")
+
+    def _failed(self, req: SynthRequest, reason: str, detail: str) -> None:
+        job = req.job
+        if job.closed:  # the deadline's fallback got there first
+            return
+        clip = req.fallback
+        if clip is None or job.stop_requested:  # (an interrupted one is not replaced)
+            job.fail(detail)
+            return
+        # Told before the clip is handed over, so `fallback` precedes its `started`.
+        self._notify(_FallbackUsed(job, reason, detail))
+        if not job.take_over(clip.audio, clip.rate, (job.position[0], _FALLBACK_SENTENCE),
+                             before_speech=False):
+            _LOGGER.debug("fallback for %s came too late", job.token.id)
 
     def _prefetch(self, req: Prefetch) -> None:
         self._prefetched = None
@@ -199,26 +265,65 @@ class Synthesizer:
         for rep in range(first_repeat, req.repeat):
             skip = first_sentence if rep == first_repeat else 0
             if req.chime is not None and skip == 0:
-                audio, rate = load_wav(req.chime)
-                job.feed(audio, rate, (rep, -1))
-            if req.clip is not None:
-                audio, rate = load_wav(req.clip)
-                job.feed(audio, rate, (rep, 0))
-                continue
+                job.feed(req.chime.audio, req.chime.rate, (rep, -1))
             if cached is not None and skip == 0:
                 for audio, rate, sentence in cached:
-                    job.feed(audio, rate, (rep, sentence))
+                    if not job.feed(_gained(audio, req.gain), rate, (rep, sentence), speech=True):
+                        return
                 continue
             pieces = []
             for chunk in self._chunks(req):
                 if job.stop_requested:
                     return
                 pieces.append((chunk.audio, chunk.sample_rate, chunk.sentence_index))
-                if chunk.sentence_index >= skip:
-                    job.feed(chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index))
+                if chunk.sentence_index >= skip and not job.feed(
+                    _gained(chunk.audio, req.gain), chunk.sample_rate, (rep, chunk.sentence_index),
+                    speech=True,
+                ):
+                    return  # a fallback clip took the job over (deadline): this work is not wanted
             if skip == 0:
                 cached = pieces
+                self._store(req, pieces)
         job.end()
+
+    @staticmethod
+    def _store(req: SynthRequest, pieces: list[tuple[Any, int, int]]) -> None:
+        if req.cache is None or req.cache_key is None or not pieces:
+            return
+        rates = {rate for _a, rate, _s in pieces}
+        if len(rates) != 1 or [s for _a, _r, s in pieces] != list(range(len(pieces))):
+            return
+        req.cache.put(req.cache_key, rates.pop(), [a for a, _r, _s in pieces], req.text)
+
+
+def _gained(audio: np.ndarray, gain: float) -> np.ndarray:
+    return audio if gain == 1.0 else (audio * np.float32(gain)).astype(np.float32)
+
+
+def _feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray], rate: int,
+                repeat: int, start: tuple[int, int], gain: float) -> None:
+    """Feed audio that exists already (a clip, a phrase-cache hit) and end the job."""
+    first_repeat, first_sentence = start
+    for rep in range(first_repeat, repeat):
+        skip = first_sentence if rep == first_repeat else 0
+        if chime is not None and skip == 0:
+            job.feed(chime.audio, chime.rate, (rep, -1))
+        for i, audio in enumerate(sentences):
+            if i >= skip:
+                job.feed(_gained(audio, gain), rate, (rep, i), speech=True)
+    job.end()
+
+
+def measure_voice(voice: Voice, config: SynthesisConfig) -> float | None:
+    """The voice's loudness on CALIBRATION_TEXT (dBFS, edgetts.loudness); None if it cannot speak it."""
+    try:
+        chunks = list(voice.synthesize(CALIBRATION_TEXT, config))
+    except Exception as exc:  # a voice that cannot speak shows at the first announcement (fallback)
+        _LOGGER.warning("voice %s: loudness not measured: %s", voice.name, exc)
+        return None
+    if not chunks:
+        return None
+    return loudness_dbfs(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate)
 
 
 # ------------------------------------------------------------------ daemon
@@ -229,6 +334,11 @@ class _Running:
     entry: Entry
     job: PlaybackJob
     preempted: bool = False
+    deadline_mono: float | None = None
+    """When the first speech must be there, else the fallback clip plays (None: no deadline)."""
+    fallback: Clip | None = None
+    fallback_done: bool = False
+    cached: bool = False
 
 
 @dataclass
@@ -262,9 +372,14 @@ class Daemon:
         self._stop = False
         self._link: Any = None
         self._player: Player | None = None
-        self._synth = Synthesizer()
+        self._synth = Synthesizer(self._inbox.put)
         self._next_watchdog = 0.0
         self._status_dirty = True
+        self._voice_errors: dict[str, str] = {}
+        self._extras = _VoiceExtras()
+        self.clips = ClipLibrary(None, FALLBACK_RATE, None)
+        self.cache: PhraseCache | None = None
+        self._rules: tuple[CompiledRule, ...] = ()
 
     # ------------------------------------------------------------ entry
     def run(self) -> int:
@@ -273,23 +388,24 @@ class Daemon:
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(signum, lambda s, _f: self._inbox.put(_Signal(s)))
         self._notifier.status("loading voices")
-        try:
-            self.voices = self._load_voices(self.config, {})
-        except EdgeTTSError as exc:
-            _LOGGER.error("%s", exc)
-            self._notifier.stopping(f"cannot start: {exc}")
-            return 1
-        default = self.voices[self.config.voice.name]
+        # A voice that does not load must not keep the announcer from starting (issue 6):
+        # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
+        self.voices, self._voice_errors = self._load_voices_tolerant(self.config)
+        self._set_voice_degraded()
+        self._extras = self._voice_extras(self.config, self.voices, _VoiceExtras())
+        default = self.voices.get(self.config.voice.name)
+        self._rules = compile_rules((r.match, r.clip) for r in self.config.fallback.rules)
+        settings = player_settings(self.config, default.sample_rate if default else FALLBACK_RATE)
+        self.clips = self._clip_library(self.config, settings.format.rate, self._extras)
+        self._check_clips()
+        self.cache = self._open_cache(self.config)
         # Built (password resolved) before any thread starts: a bad credential ends here.
         self._link = self._opts.link_factory(
             self.config, on_message=self._inbox.put,
             on_connection=lambda ok, why: self._inbox.put(_Connection(ok, why)),
             offline_status=self._status("offline"),
         )
-        self._player = Player(
-            player_settings(self.config, default.sample_rate), self._inbox.put,
-            stream_factory=self._opts.stream_factory,
-        )
+        self._player = Player(settings, self._inbox.put, stream_factory=self._opts.stream_factory)
         try:
             self._player.probe()
         except AudioDeviceError as exc:
@@ -299,8 +415,12 @@ class Daemon:
         self._player.start()
         self._synth.start()
         self._link.start()
-        self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")
-        _LOGGER.info("edgetts %s ready: voices %s", __version__, ", ".join(self.voices))
+        if default is not None:
+            self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")
+        else:
+            self._notifier.ready("ready on clips only: the default voice did not load")
+        _LOGGER.info("edgetts %s ready: voices %s; %d clips", __version__,
+                     ", ".join(self.voices) or "none", len(self.clips))
         try:
             self._loop()
         finally:
@@ -322,12 +442,16 @@ class Daemon:
             timeout = 0.25
             if wd is not None:
                 timeout = max(0.0, min(timeout, self._next_watchdog - now_mono))
+            cur = self._current
+            if cur is not None and cur.deadline_mono is not None and not cur.fallback_done:
+                timeout = max(0.0, min(timeout, cur.deadline_mono - now_mono))
             try:
                 msg = self._inbox.get(timeout=timeout)
             except queue.Empty:
                 msg = None
             if msg is not None:
                 self._dispatch(msg)
+            self._check_deadline()
             self._expire()
             self._start_next()
             if self._status_dirty and self._link is not None:
@@ -353,6 +477,12 @@ class Daemon:
             self._status_dirty = True
         elif isinstance(msg, _VoicesLoaded):
             self._on_voices_loaded(msg)
+        elif isinstance(msg, _FallbackUsed):
+            running = self._running.get(msg.job)
+            if running is not None and not running.fallback_done:
+                running.fallback_done = True
+                assert running.fallback is not None
+                self._fallback_event(running.entry.id, msg.reason, running.fallback.name, msg.detail)
         else:
             _LOGGER.error("unknown loop message %r", msg)
 
@@ -362,13 +492,17 @@ class Daemon:
         return AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
 
     def _event(self, ident: str, event: str, reason: str | None = None,
-               latency_ms: float | None = None, ts: float | None = None) -> None:
+               latency_ms: float | None = None, ts: float | None = None, **more: Any) -> None:
         ev = Event(id=ident, event=event, ts=time.time() if ts is None else ts,  # type: ignore[arg-type]
-                   reason=reason, latency_ms=latency_ms)
-        log = _LOGGER.warning if event in ("rejected", "failed", "expired") else _LOGGER.info
-        log("%s %s%s", event, ident, f": {reason}" if reason else "")
+                   reason=reason, latency_ms=latency_ms, **more)
+        log = _LOGGER.warning if event in ("rejected", "failed", "expired", "fallback") else _LOGGER.info
+        log("%s %s%s%s", event, ident, f": {reason}" if reason else "",
+            f" ({more['detail']})" if more.get("detail") else "")
         self._link.publish_event(ev)
         self._status_dirty = True
+
+    def _fallback_event(self, ident: str, reason: str, clip: str, detail: str) -> None:
+        self._event(ident, "fallback", reason, clip=clip, detail=detail)
 
     def _ack(self, acks: list[AckHandle]) -> None:
         for handle in acks:
@@ -427,19 +561,13 @@ class Daemon:
                 parse_ssml(ann.text, self.config.normalize)
             except SSMLError as exc:  # rejected now, never read aloud as tags later
                 raise PayloadError(f"bad SSML: {exc}") from None
-        if ann.voice is not None and ann.voice not in self.voices:
-            raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(self.voices)})")
-        for kind in ("clip", "chime"):
+        configured = self.config.all_voices()
+        if ann.voice is not None and ann.voice not in configured:
+            raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(configured)})")
+        for kind in ("clip", "chime", "fallback"):
             name = getattr(ann, kind)
-            if name is not None and self._clip_path(name) is None:
+            if name is not None and name not in self.clips:
                 raise PayloadError(f"unknown {kind} {name!r}")
-
-    def _clip_path(self, name: str) -> Path | None:
-        directory = self.config.clips.dir
-        if directory is None:
-            return None
-        path = Path(directory) / f"{name}.wav"  # name is [A-Za-z0-9_-]+ (messages.CLIP_NAME_RE)
-        return path if path.is_file() else None
 
     def _holder(self, ident: str) -> Entry | None:
         for running in self._running.values():
@@ -476,26 +604,108 @@ class Daemon:
         if entry is None:
             return
         ann = entry.announcement
-        voice_name = ann.voice or self.config.voice.name
-        voice = self.voices.get(voice_name)
-        if voice is None:  # removed by a reload while it was queued
-            self._finish(entry, "failed", f"voice {voice_name!r} is no longer configured")
-            return
-        settings = self.config.all_voices()[voice_name]
+        chime = self.clips.get(ann.chime) if ann.chime else None
+        start = (entry.repeats_done, entry.resume_sentence)
         job = PlaybackJob(entry, self._player.converter, self.config.audio.volume * ann.volume)
         running = _Running(entry, job)
-        self._running[job] = running
-        self._current = running
-        start = (entry.repeats_done, entry.resume_sentence)
-        self._synth.submit(SynthRequest(
-            job=job, voice=voice, text=ann.text, config=synthesis_config(settings),
-            clip=self._clip_path(ann.clip) if ann.clip else None,
-            chime=self._clip_path(ann.chime) if ann.chime else None,
-            repeat=ann.repeat, start=start,
-        ))
-        self._player.submit(job)
-        self._status_dirty = True
+
+        def begin() -> None:
+            self._running[job] = running
+            self._current = running
+            self._player.submit(job)  # type: ignore[union-attr]
+            self._status_dirty = True
+
+        if ann.clip is not None:
+            clip = self.clips.get(ann.clip)
+            if clip is None:  # gone with a reload while it was queued
+                self._finish(entry, "failed", f"clip {ann.clip!r} is no longer available")
+                return
+            begin()
+            _feed_audio(job, chime, [clip.audio], clip.rate, ann.repeat, start, 1.0)
+            self._prefetch_next()
+            return
+        assert ann.text is not None
+        voice_name = ann.voice or self.config.voice.name
+        settings = self.config.all_voices().get(voice_name)
+        if settings is None:  # removed by a reload while it was queued
+            self._finish(entry, "failed", f"voice {voice_name!r} is no longer configured")
+            return
+        running.fallback = self._fallback_clip(ann)
+        voice = self.voices.get(voice_name)
+        if voice is None:
+            why = self._voice_errors.get(voice_name, f"voice {voice_name!r} is not loaded")
+            if running.fallback is None:
+                self._finish(entry, "failed", f"voice unavailable: {why}")
+                return
+            begin()
+            running.fallback_done = True
+            self._fallback_event(entry.id, "voice_unavailable", running.fallback.name, why)
+            fb = running.fallback
+            _feed_audio(job, chime, [fb.audio], fb.rate, ann.repeat, (start[0], 0), 1.0)
+            self._prefetch_next()
+            return
+        config = synthesis_config(settings)
+        gain = self._speech_gain(voice_name)
+        key = self._cache_key(voice_name, ann.text, config)
+        hit = self.cache.get(key) if self.cache is not None and key is not None else None
+        begin()
+        if hit is not None:
+            running.cached = True
+            _feed_audio(job, chime, list(hit.sentences), hit.sample_rate, ann.repeat, start, gain)
+        else:
+            deadline_ms = ann.deadline_ms or self.config.fallback.deadline_ms
+            if running.fallback is not None:
+                running.deadline_mono = time.monotonic() + deadline_ms / 1000.0
+            self._synth.submit(SynthRequest(
+                job=job, voice=voice, text=ann.text, config=config, chime=chime,
+                repeat=ann.repeat, start=start, fallback=running.fallback, gain=gain,
+                cache=self.cache, cache_key=key,
+            ))
         self._prefetch_next()
+
+    def _fallback_clip(self, ann: Announcement) -> Clip | None:
+        fb = self.config.fallback
+        choice: Choice | None = choose(ann.fallback, ann.text, self._rules, fb.default_clip)
+        if choice is None:
+            return None
+        clip = self.clips.get(choice.clip)
+        if clip is None:
+            _LOGGER.warning("fallback clip %r (%s) is not in the clip library", choice.clip, choice.source)
+            if choice.source != "default" and fb.default_clip is not None:
+                clip = self.clips.get(fb.default_clip)
+        return clip
+
+    def _check_deadline(self) -> None:
+        """The first speech of the announcement playing is late: its fallback clip plays instead."""
+        cur = self._current
+        if cur is None or cur.deadline_mono is None or cur.fallback_done or cur.fallback is None:
+            return
+        if time.monotonic() < cur.deadline_mono:
+            return
+        cur.deadline_mono = None
+        if cur.job.speech_fed or cur.job.closed:
+            return
+        clip = cur.fallback
+        if cur.job.take_over(clip.audio, clip.rate, (cur.job.position[0], _FALLBACK_SENTENCE),
+                             before_speech=True):
+            cur.fallback_done = True
+            ann = cur.entry.announcement
+            ms = ann.deadline_ms or self.config.fallback.deadline_ms
+            self._fallback_event(cur.entry.id, "deadline", clip.name,
+                                 f"no speech within {ms} ms (deadline_ms)")
+
+    def _speech_gain(self, voice_name: str) -> float:
+        target = self.config.loudness.target_dbfs
+        level = self._extras.level_dbfs.get(voice_name)
+        if target is None or level is None:
+            return 1.0
+        return float(10 ** ((target - level) / 20))
+
+    def _cache_key(self, voice_name: str, text: str, config: SynthesisConfig) -> str | None:
+        digest = self._extras.digest.get(voice_name)
+        if self.cache is None or digest is None:
+            return None
+        return phrase_key(self.config, voice_name, digest, text, config)
 
     def _prefetch_next(self) -> None:
         nxt = self.scheduler.peek()
@@ -503,10 +713,15 @@ class Daemon:
             return
         name = nxt.announcement.voice or self.config.voice.name
         voice = self.voices.get(name)
-        if voice is not None:
-            self._synth.submit(Prefetch((nxt.id, id(voice), nxt.announcement.text), voice,
-                                        nxt.announcement.text,
-                                        synthesis_config(self.config.all_voices()[name])))
+        settings = self.config.all_voices().get(name)
+        if voice is None or settings is None:
+            return
+        config = synthesis_config(settings)
+        key = self._cache_key(name, nxt.announcement.text, config)
+        if key is not None and self.cache is not None and key in self.cache:
+            return  # it plays from the cache: nothing to synthesize
+        self._synth.submit(Prefetch((nxt.id, id(voice), nxt.announcement.text), voice,
+                                    nxt.announcement.text, config))
 
     def _finish(self, entry: Entry, event: str, reason: str | None = None) -> None:
         # A failed one is forgotten at once, so the publisher may retry it with the same id.
@@ -530,7 +745,8 @@ class Daemon:
             latency = (report.at_mono - entry.received_mono) * 1000.0
             # ts = when the first audio was handed to the device, not when we got round to saying so
             ts = time.time() - (time.monotonic() - report.at_mono)
-            self._event(entry.id, "started", latency_ms=latency, ts=ts)
+            self._event(entry.id, "started", latency_ms=latency, ts=ts,
+                        cached=True if running.cached else None)
             return
         del self._running[report.job]
         if self._current is running:
@@ -593,13 +809,25 @@ class Daemon:
                 if same_text and old_voices.get(n) == new.all_voices().get(n)}
         todo = {n: s for n, s in new.all_voices().items() if n not in keep}
 
+        extras = self._extras
+        same_cache = new.cache == old.cache
+
         def load() -> None:
             try:
                 loaded = self._load_voices_only(todo, new.text_options())
             except EdgeTTSError as exc:
                 self._inbox.put(_VoicesLoaded(new, {}, str(exc)))
                 return
-            self._inbox.put(_VoicesLoaded(new, {**keep, **loaded}, note))
+            voices = {**keep, **loaded}
+            kept = _VoiceExtras(
+                {n: v for n, v in extras.level_dbfs.items() if n in keep},
+                {n: v for n, v in extras.digest.items() if n in keep and same_cache},
+            )
+            new_extras = self._voice_extras(new, voices, kept)
+            default = voices.get(new.voice.name)
+            rate = player_settings(new, default.sample_rate if default else FALLBACK_RATE).format.rate
+            clips = self._clip_library(new, rate, new_extras)  # clips added to the folder come in too
+            self._inbox.put(_VoicesLoaded(new, voices, note, new_extras, clips))
 
         # Beside the running voices, off the loop: the loop keeps playing and pinging.
         threading.Thread(target=load, name="edgetts-reload", daemon=True).start()
@@ -611,9 +839,20 @@ class Daemon:
             self._degraded["config"] = f"reload refused, old config in force: {msg.error}"
         else:
             new = msg.config
+            old = self.config
             self.config = new
             # Swapped for the next announcement; the one playing keeps its voice object.
             self.voices = {n: msg.voices[n] for n in new.all_voices()}
+            self._voice_errors = {}
+            self._set_voice_degraded()
+            if msg.extras is not None:
+                self._extras = msg.extras
+            if msg.clips is not None:
+                self.clips = msg.clips
+            self._rules = compile_rules((r.match, r.clip) for r in new.fallback.rules)
+            self._check_clips()
+            if new.cache != old.cache:
+                self.cache = self._open_cache(new)
             self.scheduler.reconfigure(new.queue.max_length, new.queue.dedup_window_s)
             default = self.voices[new.voice.name]
             if self._player is not None:
@@ -630,9 +869,76 @@ class Daemon:
             self._reload()
 
     # ------------------------------------------------------------ voices
-    def _load_voices(self, config: Config, keep: dict[str, Voice]) -> dict[str, Voice]:
-        todo = {n: s for n, s in config.all_voices().items() if n not in keep}
-        return {**keep, **self._load_voices_only(todo, config.text_options())}
+    def _load_voices_tolerant(self, config: Config) -> tuple[dict[str, Voice], dict[str, str]]:
+        """Every voice that loads, and why each other one did not."""
+        voices: dict[str, Voice] = {}
+        errors: dict[str, str] = {}
+        for name, settings in config.all_voices().items():
+            try:
+                voices.update(self._load_voices_only({name: settings}, config.text_options()))
+            except EdgeTTSError as exc:
+                _LOGGER.error("%s", exc)
+                errors[name] = str(exc)
+        return voices, errors
+
+    def _set_voice_degraded(self) -> None:
+        if self._voice_errors:
+            self._degraded["voice"] = "; ".join(self._voice_errors.values())
+        else:
+            self._degraded.pop("voice", None)
+        self._status_dirty = True
+
+    def _voice_extras(self, config: Config, voices: dict[str, Voice], have: _VoiceExtras) -> _VoiceExtras:
+        """Loudness (CALIBRATION_TEXT, also a warm-up run) and, with a cache, the hash of each voice."""
+        out = _VoiceExtras(dict(have.level_dbfs), dict(have.digest))
+        cache_on = config.cache.resolved_dir() is not None
+        for name, voice in voices.items():
+            if name not in out.level_dbfs:
+                out.level_dbfs[name] = measure_voice(voice, synthesis_config(config.all_voices()[name]))
+            if cache_on and name not in out.digest:
+                try:
+                    out.digest[name] = voice_hash(voice)
+                except OSError as exc:
+                    _LOGGER.warning("voice %s: no phrase cache (cannot hash its files: %s)", name, exc)
+        return out
+
+    def _clip_library(self, config: Config, rate: int, extras: _VoiceExtras) -> ClipLibrary:
+        target = config.loudness.target_dbfs
+        if target is None:
+            target = extras.level_dbfs.get(config.voice.name) or FALLBACK_DBFS
+        return ClipLibrary(config.clips.dir, rate, target).load()
+
+    def _check_clips(self) -> None:
+        """`degraded: clips` names configured fallback clips that are missing and unreadable files."""
+        fb = self.config.fallback
+        wanted = [fb.default_clip, *(r.clip for r in fb.rules)]
+        missing = sorted({n for n in wanted if n is not None and n not in self.clips})
+        parts = []
+        if missing:
+            parts.append(f"fallback clips not in clips/dir: {', '.join(missing)}")
+        if self.clips.problems:
+            parts.append("; ".join(f"{name}: {why}" for name, why in sorted(self.clips.problems.items())))
+        if parts:
+            self._degraded["clips"] = "; ".join(parts)
+            _LOGGER.warning("clips: %s", self._degraded["clips"])
+        else:
+            self._degraded.pop("clips", None)
+        self._status_dirty = True
+
+    def _open_cache(self, config: Config) -> PhraseCache | None:
+        directory = config.cache.resolved_dir()
+        if directory is None:
+            self._degraded.pop("cache", None)
+            return None
+        try:
+            cache = PhraseCache(directory, int(config.cache.max_mb * 1_000_000))
+        except OSError as exc:
+            _LOGGER.error("phrase cache %s: %s", directory, exc)
+            self._degraded["cache"] = f"phrase cache off: {directory}: {exc.strerror or exc}"
+            return None
+        self._degraded.pop("cache", None)
+        _LOGGER.info("phrase cache %s: %d phrases, %.1f MB", directory, len(cache), cache.total_bytes / 1e6)
+        return cache
 
     def _load_voices_only(self, todo: dict[str, VoiceModelSettings], text: TextOptions) -> dict[str, Voice]:
         out = {}
@@ -690,4 +996,4 @@ def converter_for(config: Config, default_rate: int) -> Converter:
     return Converter(player_settings(config, default_rate).format)
 
 
-__all__ = ["Daemon", "DaemonOptions", "SynthRequest", "Synthesizer"]
+__all__ = ["Daemon", "DaemonOptions", "SynthRequest", "Synthesizer", "phrase_key", "measure_voice"]

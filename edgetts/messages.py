@@ -22,12 +22,16 @@ EVENTS: tuple[str, ...] = (
 )
 
 #: Clip and chime names: a file stem, never a path.
-CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+#: \Z, not $: `$` also matches before a final newline ("fire\n" is no clip name).
+CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 _VOICE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ANNOUNCEMENT_KEYS = frozenset(
     ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
-     "interrupt")
+     "interrupt", "fallback", "deadline_ms")
 )
+FALLBACK_REASONS: tuple[str, ...] = ("voice_unavailable", "synthesis_error", "deadline", "unspeakable")
+"""`reason` of a `fallback` event (issue 6; an interface: keep the names)."""
+MAX_DEADLINE_MS = 600000
 
 
 class PayloadError(ValueError):
@@ -111,6 +115,12 @@ class Announcement:
     interrupt: bool = False
     """Interrupt the current announcement when it is of the same or lower priority."""
 
+    fallback: str | None = None
+    """Clip played instead when speech cannot be produced in time; None = the configured rules."""
+
+    deadline_ms: int | None = None
+    """Milliseconds to the first speech audio before the fallback plays; None = fallback/deadline_ms."""
+
     @classmethod
     def from_payload(
         cls,
@@ -188,9 +198,16 @@ class Announcement:
         interrupt = obj.get("interrupt", False)
         if not isinstance(interrupt, bool):
             raise PayloadError("interrupt must be true or false")
+        deadline = obj.get("deadline_ms")
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, int)
+            or not 1 <= deadline <= MAX_DEADLINE_MS
+        ):
+            raise PayloadError(f"deadline_ms must be an integer 1-{MAX_DEADLINE_MS}")
         return cls(
             id=ident, text=text, clip=clip, priority=priority, expires_at=expires_at, voice=voice,
             volume=volume, chime=_clip_name(obj, "chime"), repeat=repeat, interrupt=interrupt,
+            fallback=_clip_name(obj, "fallback"), deadline_ms=deadline,
         )
 
     def to_payload(self) -> bytes:
@@ -201,7 +218,7 @@ class Announcement:
         if self.clip is not None:
             obj["clip"] = self.clip
         obj["priority"] = self.priority
-        for key in ("expires_at", "voice", "chime"):
+        for key in ("expires_at", "voice", "chime", "fallback", "deadline_ms"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         if self.volume != 1.0:
@@ -246,12 +263,24 @@ class Event:
     latency_ms: float | None = None
     """On `started`: milliseconds from receipt to the first audio handed to the device."""
 
+    clip: str | None = None
+    """On `fallback`: the clip played instead of speech."""
+
+    detail: str | None = None
+    """On `fallback`: what went wrong, in words (`reason` is one of FALLBACK_REASONS)."""
+
+    cached: bool | None = None
+    """On `started`: true when the speech came from the phrase cache."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
+        for key in ("clip", "detail", "cached"):
+            if getattr(self, key) is not None:
+                obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
     @classmethod
@@ -262,7 +291,8 @@ class Event:
         latency = obj.get("latency_ms")
         return cls(
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
-            latency_ms=None if latency is None else float(latency),
+            latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
+            detail=obj.get("detail"), cached=obj.get("cached"),
         )
 
 
@@ -331,5 +361,5 @@ class Status:
 
 __all__ = [
     "AnnounceLimits", "Announcement", "Degraded", "Event", "PayloadError", "Status", "PRIORITIES",
-    "EVENTS", "CLIP_NAME_RE", "priority_rank",
+    "EVENTS", "CLIP_NAME_RE", "FALLBACK_REASONS", "priority_rank",
 ]

@@ -20,7 +20,6 @@ import logging
 import queue
 import threading
 import time
-import wave
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,17 +98,14 @@ class Converter:
 
 
 def load_wav(path: str | Path) -> tuple[np.ndarray, int]:
-    """A 16-bit PCM WAV file as mono float32 in [-1, 1] and its rate (channels averaged)."""
-    try:
-        with wave.open(str(path), "rb") as wav:
-            if wav.getsampwidth() != 2:
-                raise AudioDeviceError(f"{path}: only 16-bit PCM WAV clips are supported")
-            rate, channels = wav.getframerate(), wav.getnchannels()
-            data = np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2")
-    except (OSError, wave.Error, EOFError) as exc:
-        raise AudioDeviceError(f"{path}: cannot read clip: {exc}") from None
-    audio = data.astype(np.float32).reshape(-1, channels).mean(axis=1) / 32767.0
-    return audio.astype(np.float32), rate
+    """A WAV file (any rate, integer or float width, channels) as mono float32 and its rate.
+
+    The reader is :func:`edgetts.clips.read_wav` (issue 6); 16-bit PCM reads
+    exactly as before (sample / 32767).  Raises ClipError (an EdgeTTSError).
+    """
+    from .clips import read_wav
+
+    return read_wav(path)
 
 
 # ----------------------------------------------------------------- the device
@@ -312,16 +308,65 @@ class PlaybackJob:
         self.position: Position = (0, 0)
         """What is playing now (written by the audio thread)."""
         self.first_audio_mono: float | None = None
+        # Speech and a fallback clip race for the job (issue 6): whoever comes first under
+        # the lock wins, so a late sentence never follows the clip that replaced it.
+        self._lock = threading.Lock()
+        self._speech_fed = False
+        self._closed = False
+        self.taken_over = False
+        """True once a fallback clip replaced (or ended) the speech; later feeds are dropped."""
 
     # producer side
-    def feed(self, audio: np.ndarray, rate: int, position: Position) -> None:
-        self._pieces.put((self.converter.resample(audio, rate), position))
+    def feed(self, audio: np.ndarray, rate: int, position: Position, *, speech: bool = False) -> bool:
+        """Queue audio; ``speech`` marks synthesized speech (a deadline fallback then no longer applies).
+
+        False when the job was taken over by a fallback or has ended: stop producing.
+        """
+        samples = self.converter.resample(audio, rate)
+        with self._lock:
+            if self._closed:
+                return False
+            self._speech_fed = self._speech_fed or speech
+            self._pieces.put((samples, position))
+        return True
 
     def end(self) -> None:
-        self._pieces.put(_End())
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._pieces.put(_End())
 
     def fail(self, reason: str) -> None:
-        self._pieces.put(_End(reason))
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._pieces.put(_End(reason))
+
+    def take_over(self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool) -> bool:
+        """Play ``audio`` (a fallback clip) and end the job; False if too late.
+
+        ``before_speech``: only while no speech was fed (the deadline); else the
+        clip follows whatever already played (a synthesis error mid-way).
+        """
+        samples = self.converter.resample(audio, rate)
+        with self._lock:
+            if self._closed or (before_speech and self._speech_fed):
+                return False
+            self._closed = self.taken_over = True
+            self._pieces.put((samples, position))
+            self._pieces.put(_End())
+        return True
+
+    @property
+    def speech_fed(self) -> bool:
+        with self._lock:
+            return self._speech_fed
+
+    @property
+    def closed(self) -> bool:
+        """end(), fail() or take_over() happened: nothing more will be fed."""
+        with self._lock:
+            return self._closed
 
     # daemon side
     def stop(self) -> None:

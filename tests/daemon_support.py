@@ -136,6 +136,9 @@ log_type error
 log_type warning
 log_type notice
 max_inflight_messages 100
+# no Nagle delay (~40 ms with the client's delayed ACK) on what the broker sends: the
+# deadline and cache-hit tests time publish -> audio (docs/daemon.md, Latency)
+set_tcp_nodelay true
 
 listener {p_anon} 127.0.0.1
 allow_anonymous true
@@ -202,6 +205,17 @@ class Capture:
         """Every int16 sample played so far, in order (one file per device open)."""
         parts = [np.fromfile(p, dtype="<i2") for p in self.files()]
         return np.concatenate(parts) if parts else np.zeros(0, np.int16)
+
+    def wait_for(self, needle: np.ndarray, timeout: float, start: int = 0) -> float:
+        """Poll the capture until ``needle`` (int16) is in it; the time.monotonic() it was seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            if find(self.pcm(), needle, start) >= 0:
+                return now
+            if now > deadline:
+                raise AssertionError(f"not played within {timeout} s")
+            time.sleep(0.005)
 
 
 @pytest.fixture()
@@ -387,13 +401,25 @@ def config_yaml(broker: Broker, device: str, *, extra: str = "", mqtt_extra: str
 class InProcessDaemon:
     """The daemon on a thread of the test process, with fakes injected."""
 
-    def __init__(self, config_path: Path, voices: dict[str, Any], notifier: Any = None,
+    def __init__(self, config_path: Path, voices: dict[str, Any] | None, notifier: Any = None,
                  stream_factory: Any = None) -> None:
+        """``voices``: model name -> fake voice; None = the real loader (edgetts.voices)."""
         from edgetts.config import load_config
-        from edgetts.daemon import Daemon, DaemonOptions
+        from edgetts.daemon import Daemon, DaemonOptions, load_configured_voice
 
-        extra = {} if stream_factory is None else {"stream_factory": stream_factory}
+        extra: dict[str, Any] = {} if stream_factory is None else {"stream_factory": stream_factory}
+        if voices is None:
+            extra["voice_loader"] = load_configured_voice
+        else:
+            extra["voice_loader"] = self._fake_loader(voices)
+        self.daemon = Daemon(load_config(config_path), config_path,
+                             DaemonOptions(install_signals=False, notifier=notifier, **extra))
+        self.rc: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
+    @staticmethod
+    def _fake_loader(voices: dict[str, Any]) -> Callable[[Any, Any], Any]:
         def loader(settings: Any, text: Any) -> Any:
             key = settings.model
             if key not in voices:
@@ -402,12 +428,7 @@ class InProcessDaemon:
                 raise VoiceError(f"no fake voice {key!r}")
             return voices[key]
 
-        self.daemon = Daemon(load_config(config_path), config_path,
-                             DaemonOptions(voice_loader=loader, install_signals=False,
-                                           notifier=notifier, **extra))
-        self.rc: int | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        return loader
 
     def _run(self) -> None:
         self.rc = self.daemon.run()
@@ -461,6 +482,30 @@ def daemon_processes() -> Iterator[list[DaemonProcess]]:
     yield procs
     for p in procs:
         p.kill()
+
+
+# ------------------------------------------------------------------ clips
+
+
+def write_clip(path: Path, audio: np.ndarray, rate: int = 22050) -> Path:
+    """A 16-bit mono WAV clip (what most sites have)."""
+    from edgetts.clips import write_wav
+
+    write_wav(path, audio, rate)
+    return path
+
+
+def tone(freq: float, seconds: float, amp: float = 0.3, rate: int = 22050) -> np.ndarray:
+    """A sine with 10 ms ramps: a clip that is easy to find in a capture."""
+    t = np.arange(int(seconds * rate), dtype=np.float32)
+    env = np.minimum(1.0, np.minimum(t, t[::-1]) / (0.01 * rate))
+    return (amp * np.sin(2 * np.pi * freq * t / rate) * env).astype(np.float32)
+
+
+def clip_pcm(clip: Any, gain: float = 1.0) -> np.ndarray:
+    """The int16 the device gets for a library clip (what the one converter does)."""
+    x = clip.audio if gain == 1.0 else clip.audio * np.float32(gain)
+    return np.clip(x * 32767.0, -32767.0, 32767.0).astype(np.int16)
 
 
 # -------------------------------------------------------- PCM comparison

@@ -70,8 +70,8 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         "F:4 mqtt/port: 99999 is not a TCP port (1-65535)",
         "F:6 audio/lead_in_ms: expected an integer, got 'soon'",
         "F:8 queue/default_priority: expected one of 'emergency', 'high', 'normal', 'low', got 'urgent'",
-        "F:9 bogus: unknown section (known: audio, clips, device, lexicon, logging, mqtt, normalize, "
-        "queue, voice, voices)",
+        "F:9 bogus: unknown section (known: audio, cache, clips, device, fallback, lexicon, logging, "
+        "loudness, mqtt, normalize, queue, voice, voices)",
     ]
 
 
@@ -86,7 +86,17 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("audio:\n  preempt_fade_ms: 50\n", "F:2 audio/preempt_fade_ms: must be 0-30"),
         ("audio:\n  volume: 1.5\n", "F:2 audio/volume: must be 0-1"),
         ("audio:\n  sample_format: int8\n", "F:2 audio/sample_format: expected one of"),
-        ("voice:\n  model: /no/such/voice.onnx\n", "F:2 voice/model: no such file"),
+        # (issue 6: a missing voice file is no config error any more: the daemon starts on clips)
+        ("voice:\n  model: ''\n", "F:2 voice/model: must not be empty"),
+        ("fallback:\n  rules:\n    - match: 'fire('\n      clip: alarm\n", "F:3 fallback/rules/0/match: bad regular"),
+        ("fallback:\n  rules:\n    - match: fire\n      clip: ../x\n",
+         "F:4 fallback/rules/0/clip: '../x' is not a clip"),
+        ("fallback:\n  rules:\n    - clip: x\n", "F:3 fallback/rules/0/match: required key missing"),
+        ("fallback:\n  default_clip: /etc/passwd\n", "F:2 fallback/default_clip: '/etc/passwd' is not a clip"),
+        ("fallback:\n  default_clip: \"a\\n\"\n", "F:2 fallback/default_clip:"),
+        ("fallback:\n  deadline_ms: 10\n", "F:2 fallback/deadline_ms: must be 50-600000"),
+        ("cache:\n  max_mb: -1\n", "F:2 cache/max_mb: must be >= 0"),
+        ("loudness:\n  target_dbfs: 3\n", "F:2 loudness/target_dbfs: must be -60 to 0 dBFS"),
         ("voices:\n  fr:\n    modle: x\n", "F:3 voices/fr/modle: unknown key"),
         ("voices:\n  default:\n    model: default\n", "F:2 voices/default: same name as voice/name"),
         ("device:\n  id: 'a/b'\n", "F:2 device/id:"),
@@ -162,3 +172,33 @@ def test_text_settings_reach_the_voice(test_voices: dict[str, Path]) -> None:
     assert "".join(plain.frontend.phonemize("Reading at 14:05")[0]) != spoken
     assert "tˈuː ˈoʊ fˈaɪv pˈiːʲ ˈɛm" in spoken  # "two oh five p m"
     assert voice.frontend.phonemize("Leicester") == plain.frontend.phonemize("Lester")
+
+
+def test_missing_voice_file_is_left_to_the_daemon(tmp_path: Path) -> None:
+    """Issue 6: the daemon must start when its voice is missing (it runs on clips, degraded)."""
+    path = tmp_path / "c.yaml"
+    path.write_text("voice:\n  model: /no/such/voice.onnx\n")
+    assert load_config(path).voice.model == "/no/such/voice.onnx"
+
+
+def test_fallback_cache_and_loudness_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = parse_config(
+        "clips:\n  dir: /srv/clips\n"
+        "fallback:\n  default_clip: chime_sorry\n  deadline_ms: 1500\n"
+        "  rules:\n    - {match: 'fire|evacuat', clip: fire_alarm}\n    - {match: train, clip: trains}\n"
+        "cache:\n  dir: /var/cache/x\n  max_mb: 12.5\n"
+        "loudness:\n  target_dbfs: -18\n"
+    )
+    assert config.clips.dir == "/srv/clips"
+    assert config.fallback.default_clip == "chime_sorry" and config.fallback.deadline_ms == 1500
+    assert [(r.match, r.clip) for r in config.fallback.rules] == [("fire|evacuat", "fire_alarm"),
+                                                                 ("train", "trains")]
+    assert config.cache.max_mb == 12.5 and str(config.cache.resolved_dir()) == "/var/cache/x"
+    assert config.loudness.target_dbfs == -18.0
+    # defaults: cache under systemd's CacheDirectory only; max_mb 0 turns it off
+    monkeypatch.delenv("CACHE_DIRECTORY", raising=False)
+    assert Config().cache.resolved_dir() is None
+    monkeypatch.setenv("CACHE_DIRECTORY", str(tmp_path))
+    assert Config().cache.resolved_dir() == tmp_path / "phrases"
+    assert parse_config("cache:\n  max_mb: 0\n").cache.resolved_dir() is None
+    assert Config().fallback.deadline_ms == 4000 and Config().fallback.default_clip is None

@@ -136,3 +136,41 @@ def test_sigkill_mid_announcement_replays_after_restart(
         assert second.wait(15) == 0
     finally:
         probe.close()
+
+
+def test_missing_voice_the_service_still_starts_on_clips(
+    mosquitto: Broker, alsa_capture: Capture, notify_socket: NotifySocket, tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
+) -> None:
+    """Issue 6 (it used to exit 1): READY=1, `degraded: voice` with the reason, clips play."""
+    from daemon_support import clip_pcm, tone, write_clip
+
+    from edgetts.clips import ClipLibrary
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    write_clip(clips / "sorry.wav", tone(440, 0.3))
+    config = tmp_path / "edgetts.yaml"
+    missing = tmp_path / "gone" / "voice.onnx"
+    config.write_text(config_yaml(mosquitto, "proc-novoice", voice_extra=f"model: {missing}",
+                                  extra=f"clips:\n  dir: {clips}\nfallback:\n  default_clip: sorry\n"))
+    probe = Probe(mosquitto, "test", "proc-novoice")
+    env = {**alsa_capture.env, "NOTIFY_SOCKET": str(notify_socket.path)}
+    daemon = DaemonProcess(config, env, tmp_path / "daemon.log").start()
+    daemon_processes.append(daemon)
+    try:
+        msgs = notify_socket.collect(lambda m: any("READY=1" in x for x in m), 60)
+        assert any("READY=1" in m for m in msgs), daemon.output()[-3000:]
+        st = probe.wait_status(lambda s: s["state"] == "online")
+        assert [d["what"] for d in st["degraded"]] == ["voice"] and str(missing) in st["degraded"][0]["reason"]
+        probe.publish({"id": "nv", "text": "Anyone there?"})
+        probe.wait_event("nv", "finished", 30)
+        assert probe.events_of("nv") == ["queued", "fallback", "started", "finished"]
+        # the clip as the daemon converts it (-20 dBFS: no voice to match)
+        expected = clip_pcm(ClipLibrary(clips, 22050, -20.0).load().get("sorry"))
+        assert assert_played(alsa_capture.pcm(), expected, FADE) == 0
+        daemon.signal(signal.SIGTERM)
+        assert daemon.wait(15) == 0
+        assert "Traceback" not in daemon.output()
+    finally:
+        probe.close()

@@ -23,11 +23,15 @@ SAMPLES = {
         Announcement(id="a", text="Hello."),
         Announcement(id="b", clip="door-bell_2", priority="emergency", expires_at=1.7e9 + 0.5,
                      voice="fr", volume=0.25, chime="ding", repeat=3, interrupt=True),
+        Announcement(id="c", text="Fire in hall B.", fallback="fire_alarm", deadline_ms=1500),
     ],
     Event: [
         Event(id="a", event="queued", ts=1700000000.125),
         Event(id="a", event="started", ts=1700000001.0, latency_ms=123.4),
         Event(id="", event="rejected", ts=1.0, reason="bad JSON: x"),
+        Event(id="f", event="fallback", ts=2.0, reason="deadline", clip="fire_alarm",
+              detail="no speech within 300 ms (deadline_ms)"),
+        Event(id="c", event="started", ts=3.0, latency_ms=4.5, cached=True),
     ],
     Status: [
         Status(state="online", version="0.1.0", voice="en_US-joe-medium", queue_depth=3,
@@ -54,6 +58,10 @@ def test_every_message_class_round_trips() -> None:
 def test_wire_field_names() -> None:
     ev = json.loads(Event(id="x", event="started", ts=2.0, latency_ms=5.0).to_payload())
     assert ev == {"id": "x", "event": "started", "ts": 2.0, "latency_ms": 5.0}
+    fb = json.loads(SAMPLES[Event][3].to_payload())  # issue 6
+    assert fb == {"id": "f", "event": "fallback", "ts": 2.0, "reason": "deadline", "clip": "fire_alarm",
+                  "detail": "no speech within 300 ms (deadline_ms)"}
+    assert json.loads(SAMPLES[Event][4].to_payload())["cached"] is True
     st = json.loads(SAMPLES[Status][0].to_payload())
     assert {"state", "version", "voice", "queue_depth", "locked_bytes", "degraded"} <= set(st)
     assert st["degraded"] == [{"what": "audio", "reason": "device gone"}]
@@ -86,6 +94,12 @@ def test_plain_text_and_ttl() -> None:
         (b'{"clip": "a/b"}', "not allowed"),
         (b'{"clip": ".."}', "not allowed"),
         (b'{"clip": ""}', "not allowed"),
+        (b'{"clip": "fire\\n"}', "not allowed"),  # `$` would have let a final newline through
+        (b'{"text": "a", "fallback": "/etc/x"}', "fallback name"),
+        (b'{"text": "a", "fallback": "a\\u0000"}', "fallback name"),
+        (b'{"text": "a", "deadline_ms": 0}', "deadline_ms must be"),
+        (b'{"text": "a", "deadline_ms": 1.5}', "deadline_ms must be"),
+        (b'{"text": "a", "deadline_ms": true}', "deadline_ms must be"),
         (b'{"text": "a", "extra": 1}', "unknown key"),
         (b"x" * 20000, "payload too large"),
         (b"a\x00b", "NUL"),

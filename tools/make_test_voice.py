@@ -9,8 +9,12 @@ real onnxruntime code path runs in milliseconds.  Kinds:
 * ``wrong_inputs``  - the model's inputs are not named like a Piper voice's
 * ``nan``           - the model outputs NaN samples
 * ``multi``         - two speakers, with a ``sid`` input
+* ``slow``          - the ``ok`` voice plus a loop of matrix products that takes a
+  long time per run (``SLOW_ITERATIONS`` by default, about 1 s on one core of
+  a 2020s x86 CPU; ``--iterations`` sets it), for deadline tests (issue 6).
+  The output is the ``ok`` voice's: the loop's result is multiplied by 0 and added.
 
-    python tools/make_test_voice.py OUT_DIR [--kind ok|wrong_inputs|nan|multi]
+    python tools/make_test_voice.py OUT_DIR [--kind ok|wrong_inputs|nan|multi|slow] [--iterations N]
 
 Needs the ``onnx`` package (test environment only).
 """
@@ -25,7 +29,9 @@ from pathlib import Path
 import numpy as np
 
 SAMPLES_PER_ID = 256
-KINDS = ("ok", "wrong_inputs", "nan", "multi")
+KINDS = ("ok", "wrong_inputs", "nan", "multi", "slow")
+SLOW_ITERATIONS = 3000
+_SLOW_DIM = 512
 
 
 def _phoneme_id_map() -> dict[str, list[int]]:
@@ -36,8 +42,8 @@ def _phoneme_id_map() -> dict[str, list[int]]:
     return dict(config["phoneme_id_map"])
 
 
-def build_model(kind: str) -> bytes:
-    """The ONNX model bytes of a tiny voice of ``kind``."""
+def build_model(kind: str, iterations: int = SLOW_ITERATIONS) -> bytes:
+    """The ONNX model bytes of a tiny voice of ``kind`` (``iterations``: of the ``slow`` loop)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -72,6 +78,10 @@ def build_model(kind: str) -> bytes:
             helper.make_node("Add", ["neg", "minus_one"], ["more_neg"]),
             helper.make_node("Sqrt", ["more_neg"], ["scaled"]),
         ]
+    elif kind == "slow":
+        nodes.append(helper.make_node("Mul", ["wave", "amp"], ["fast"]))
+        nodes += _slow_nodes(names[2], iterations)
+        nodes.append(helper.make_node("Add", ["fast", "nothing"], ["scaled"]))
     else:
         nodes.append(helper.make_node("Mul", ["wave", "amp"], ["scaled"]))
     nodes.append(helper.make_node("Reshape", ["scaled", "out_shape"], ["output"]))
@@ -85,13 +95,54 @@ def build_model(kind: str) -> bytes:
     return model.SerializeToString()
 
 
-def make_voice(out_dir: Path, kind: str = "ok") -> Path:
-    """Write ``test-<kind>.onnx`` and its ``.onnx.json`` into ``out_dir``; returns the model path."""
+def _slow_nodes(scales: str, iterations: int) -> list:  # type: ignore[type-arg]
+    """A Loop of ``iterations`` x (64x512 @ 512x512, Tanh) seeded from the model's ``scales``
+    input (so onnxruntime cannot fold it away); its mean times 0 is ``nothing`` (shape [])."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(7)
+    weights = (rng.standard_normal((_SLOW_DIM, _SLOW_DIM)) / np.sqrt(_SLOW_DIM)).astype(np.float32)
+    const = lambda name, value, dtype=np.float32: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=onnx.numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
+    )
+    body = helper.make_graph(
+        [
+            const("w", weights),
+            helper.make_node("MatMul", ["x_in", "w"], ["prod"]),
+            helper.make_node("Tanh", ["prod"], ["x_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "slow-body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [64, _SLOW_DIM])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [64, _SLOW_DIM])],
+    )
+    return [
+        const("trips", iterations, np.int64),
+        const("go", True, np.bool_),
+        const("zero", 0.0),
+        const("seed_shape", [64, _SLOW_DIM], np.int64),
+        helper.make_node("ReduceSum", [scales], ["scale_sum"], keepdims=0),
+        helper.make_node("Expand", ["scale_sum", "seed_shape"], ["seed"]),
+        helper.make_node("Loop", ["trips", "go", "seed"], ["x_last"], body=body),
+        helper.make_node("ReduceMean", ["x_last"], ["x_mean"], keepdims=0),
+        helper.make_node("Mul", ["x_mean", "zero"], ["nothing"]),
+    ]
+
+
+def make_voice(out_dir: Path, kind: str = "ok", iterations: int = SLOW_ITERATIONS) -> Path:
+    """Write ``test-<kind>.onnx`` and its ``.onnx.json`` into ``out_dir``; returns the model path.
+
+    ``iterations`` sets the ``slow`` kind's loop (time per run); other kinds ignore it.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
     out_dir.mkdir(parents=True, exist_ok=True)
     model = out_dir / f"test-{kind}.onnx"
-    model.write_bytes(build_model(kind))
+    model.write_bytes(build_model(kind, iterations))
     config = {
         "audio": {"sample_rate": 22050},
         "espeak": {"voice": "en-us"},
@@ -110,8 +161,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--kind", choices=KINDS, default="ok")
+    parser.add_argument("--iterations", type=int, default=SLOW_ITERATIONS,
+                        help=f"loop iterations of the slow kind (default {SLOW_ITERATIONS})")
     args = parser.parse_args()
-    print(make_voice(args.out_dir, args.kind))
+    print(make_voice(args.out_dir, args.kind, args.iterations))
     return 0
 
 
