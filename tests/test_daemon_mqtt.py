@@ -3,6 +3,7 @@ its sd_notify messages follow the protocol (in-process daemon, fake voice)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,8 @@ def test_connects_and_announces(kind: str, mosquitto: Broker, alsa_capture: Capt
     daemon = InProcessDaemon(config, {"default": FakeVoice()})
     try:
         probe.wait_status(lambda s: s["state"] == "online", 15)
+        sock = daemon.daemon._link._client.socket()
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         probe.publish({"id": f"{kind}-1", "text": "Hello."})
         probe.wait_event(f"{kind}-1", "finished")
         # group and all topics too
