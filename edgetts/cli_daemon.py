@@ -28,6 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     show.add_argument("file", nargs="?", default=str(DEFAULT_CONFIG_PATH))
     show.set_defaults(func=cmd_print_config)
 
+    status = subparsers.add_parser(
+        "status", help="print the running daemon's status (from the broker, as the config reaches it)"
+    )
+    status.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
+                        help=f"config file (default {DEFAULT_CONFIG_PATH})")
+    status.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the status")
+    status.set_defaults(func=cmd_status)
+
 
 def _load(path: str) -> Config | None:
     try:
@@ -72,6 +80,24 @@ def configure_logging(level: str) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(level.upper())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The retained status: state, voice, queue, locked_bytes (VmLck), degraded, keepalive."""
+    import json
+
+    from .mqtt_link import MqttSetupError, read_status
+
+    config = _load(args.config)
+    if config is None:
+        return 1
+    try:
+        status = read_status(config, args.timeout)
+    except MqttSetupError as exc:
+        print(f"edgetts: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(status, indent=2, ensure_ascii=False))
+    return 0 if status.get("state") == "online" else 3
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import yaml
 
 from .lexicon import Lexicon
 from .normalize import NormalizeOptions
+from .runtime_config import CpuSettings, KeepaliveSettings, MemorySettings, RuntimeConfigError
 from .textproc import TextOptions
 
 DEFAULT_CONFIG_PATH = Path("/etc/edgetts/edgetts.yaml")
@@ -440,6 +441,10 @@ class Config:
     """How numbers, times, money and codes are read (docs/normalization.md)."""
     lexicon: dict[str, str] = field(default_factory=dict)
     """Site lexicon: word or phrase -> respelling, or /IPA/ phonemes."""
+    cpu: CpuSettings = field(default_factory=CpuSettings)
+    """Where inference and audio run (docs/edge-runtime.md)."""
+    keepalive: KeepaliveSettings = field(default_factory=KeepaliveSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
 
     def validate(self) -> None:
@@ -628,7 +633,7 @@ def _build(cls: type, data: Any, path: tuple[str, ...]) -> Any:
     if validate is not None:
         try:
             validate()
-        except _FieldError as exc:
+        except (_FieldError, RuntimeConfigError) as exc:
             raise _FieldError(path + exc.path, exc.problem) from None
     return obj
 

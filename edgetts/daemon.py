@@ -39,10 +39,13 @@ import numpy as np
 from . import __version__
 from .clips import Clip, ClipLibrary
 from .config import Config, ConfigError, VoiceModelSettings, load_config
+from .cpu_plan import plan_cpu
 from .engine import AudioChunk, SynthesisConfig, Voice
 from .errors import AudioDeviceError, EdgeTTSError, UnspeakableTextError
 from .fallback import Choice, CompiledRule, choose, compile_rules
+from .keepalive import KEEPALIVE_TEXT, Keepalive
 from .loudness import loudness_dbfs
+from .memlock import read_vmlck
 from .messages import AnnounceLimits, Announcement, Degraded, Event, PayloadError, Status
 from .mqtt_link import AckHandle, Inbound, MqttLink
 from .phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
@@ -100,6 +103,7 @@ def player_settings(config: Config, default_rate: int) -> PlayerSettings:
         device=a.device, format=fmt, block_frames=a.block_frames, lead_in_ms=a.lead_in_ms,
         fade_ms=a.fade_ms, preempt_fade_ms=a.preempt_fade_ms, close_idle_s=a.close_idle_s,
         reopen_min_s=a.reopen_min_s, reopen_max_s=a.reopen_max_s, realtime_pacing=a.realtime_pacing,
+        audio_core=config.cpu.audio_core, realtime=config.cpu.realtime_audio,
     )
 
 
@@ -109,6 +113,14 @@ def player_settings(config: Config, default_rate: int) -> PlayerSettings:
 @dataclass(frozen=True)
 class _Signal:
     signum: int
+
+
+@dataclass(frozen=True)
+class _RuntimeProblem:
+    """A thread could not be placed as configured (shown in `degraded`)."""
+
+    what: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -189,11 +201,19 @@ class Synthesizer:
     for inference.  A prefetch nobody asks for is dropped at the next one.
     """
 
-    def __init__(self, notify: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        notify: Callable[[Any], None] | None = None,
+        *,
+        setup: Callable[[], None] | None = None,
+        keepalive: Keepalive | None = None,
+    ) -> None:
         self._notify = notify or (lambda _msg: None)
         self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
         self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
+        self._setup = setup
+        self.keepalive = keepalive
 
     def start(self) -> None:
         self._thread.start()
@@ -206,8 +226,24 @@ class Synthesizer:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def _next(self) -> SynthRequest | Prefetch | None:
+        """The next request; while none comes, the keepalive inference when it is due."""
+        ka = self.keepalive
+        while True:
+            timeout = ka.seconds_until_due() if ka is not None else None
+            try:
+                return self._requests.get(timeout=timeout)
+            except queue.Empty:
+                assert ka is not None
+                # A request arriving meanwhile stops it between sentences (issue 5).
+                ka.run(preempted=lambda: not self._requests.empty())
+
     def _run(self) -> None:
-        while (request := self._requests.get()) is not None:
+        if self._setup is not None:
+            self._setup()  # NUMA node and core of this thread, before any inference on it
+        while (request := self._next()) is not None:
+            if self.keepalive is not None:
+                self.keepalive.note_activity()
             if isinstance(request, Prefetch):
                 self._prefetch(request)
                 continue
@@ -372,7 +408,12 @@ class Daemon:
         self._stop = False
         self._link: Any = None
         self._player: Player | None = None
-        self._synth = Synthesizer(self._inbox.put)
+        # Placement is decided once, from the start-up config (a change needs a restart).
+        self._cpu = plan_cpu(config.cpu)
+        if self._cpu.problem is not None:
+            self._degraded["cpu"] = self._cpu.problem
+        keepalive = Keepalive(config.keepalive.interval_s, self._keepalive_inference)
+        self._synth = Synthesizer(self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive)
         self._next_watchdog = 0.0
         self._status_dirty = True
         self._voice_errors: dict[str, str] = {}
@@ -469,6 +510,9 @@ class Daemon:
             self._on_player(msg)
         elif isinstance(msg, _Signal):
             self._on_signal(msg.signum)
+        elif isinstance(msg, _RuntimeProblem):
+            self._degraded[msg.what] = msg.reason
+            self._status_dirty = True
         elif isinstance(msg, _Connection):
             if msg.ok:
                 self._degraded.pop("mqtt", None)
@@ -735,6 +779,11 @@ class Daemon:
                 self._degraded["audio"] = report.reason or "audio device failed"
             elif report.kind == "device_ok":
                 self._degraded.pop("audio", None)
+            elif report.kind == "thread_setup":
+                if report.reason:
+                    self._degraded["audio_thread"] = report.reason
+                else:
+                    self._degraded.pop("audio_thread", None)
             self._status_dirty = True
             return
         running = self._running.get(report.job)
@@ -869,6 +918,24 @@ class Daemon:
             self._reload()
 
     # ------------------------------------------------------------ voices
+    def _setup_synthesis_thread(self) -> None:
+        """Runs first on the synthesis thread: its NUMA node and core."""
+        problem = self._cpu.apply_to_this_thread()
+        if problem is not None:
+            _LOGGER.warning("synthesis thread: %s", problem)
+            self._inbox.put(_RuntimeProblem("cpu", problem))
+
+    def _keepalive_inference(self) -> Iterator[AudioChunk]:
+        """What the synthesis thread runs when idle: the default voice reads a word.
+
+        Called on that thread; the voices mapping is swapped whole on reload, so
+        reading it here sees the old or the new one, never half of either.
+        """
+        voice = self.voices.get(self.config.voice.name)
+        if voice is None:
+            return iter(())
+        return iter(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)))
+
     def _load_voices_tolerant(self, config: Config) -> tuple[dict[str, Voice], dict[str, str]]:
         """Every voice that loads, and why each other one did not."""
         voices: dict[str, Voice] = {}
@@ -944,6 +1011,8 @@ class Daemon:
         out = {}
         for name, settings in todo.items():
             t0 = time.monotonic()
+            if settings.threads is None:  # the topology's choice, not one per core of the box
+                settings = replace(settings, threads=self._cpu.threads)
             try:
                 out[name] = self._opts.voice_loader(settings, text)
             except EdgeTTSError as exc:
@@ -960,11 +1029,12 @@ class Daemon:
             version=__version__,
             voice=default.name if default is not None else self.config.voice.model,
             queue_depth=len(self.scheduler),
-            locked_bytes=0,
+            locked_bytes=read_vmlck(),
             degraded=tuple(Degraded(w, r) for w, r in sorted(self._degraded.items())),
             voices=tuple(self.voices),
             current=self._current.entry.id if self._current is not None else None,
             ts=time.time(),
+            keepalive=self._synth.keepalive.stats().to_dict() if self._synth.keepalive else None,
         )
 
     # ---------------------------------------------------------- shutdown

@@ -317,7 +317,7 @@ class Status:
     """Announcements waiting (not counting the one playing)."""
 
     locked_bytes: int = 0
-    """Bytes of model weights locked in RAM (mlock); 0 until memory locking exists."""
+    """Bytes locked in RAM (the process's VmLck: the voices' weights when memory.lock is on)."""
 
     degraded: tuple[Degraded, ...] = ()
     voices: tuple[str, ...] = ()
@@ -328,6 +328,9 @@ class Status:
 
     ts: float = 0.0
     """Unix seconds when this status was made."""
+
+    keepalive: dict[str, float] | None = None
+    """Keepalive runs and CPU cost: runs, preempted, cpu_s_per_run, cpu_s_per_hour, interval_s."""
 
     STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
 
@@ -343,6 +346,8 @@ class Status:
             "current": self.current,
             "ts": round(self.ts, 3),
         }
+        if self.keepalive is not None:
+            obj["keepalive"] = self.keepalive
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
     @classmethod
@@ -355,7 +360,7 @@ class Status:
             queue_depth=int(obj.get("queue_depth", 0)), locked_bytes=int(obj.get("locked_bytes", 0)),
             degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
             voices=tuple(obj.get("voices", ())), current=obj.get("current"),
-            ts=float(obj.get("ts", 0.0)),
+            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"),
         )
 
 

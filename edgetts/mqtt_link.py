@@ -10,8 +10,10 @@ delivered again after a restart.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import queue
 import socket
 import ssl
 import threading
@@ -161,14 +163,7 @@ class MqttLink:
             max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s)))
         )
         client.max_queued_messages_set(1000)
-        if m.username is not None:
-            client.username_pw_set(m.username, self._password)
-        if m.tls.enabled:
-            client.tls_set(
-                ca_certs=m.tls.ca_file, certfile=m.tls.cert_file, keyfile=m.tls.key_file,
-                cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT,
-            )
-            client.tls_insecure_set(m.tls.insecure)
+        _apply_security(client, m, self._password)
         client.will_set(cfg.status_topic, self._offline.to_payload(), qos=1, retain=True)
         # Set before connecting: a persistent session's queued messages arrive right
         # after CONNACK, before any subscribe() (system recipe §1).
@@ -266,3 +261,48 @@ def _send_small_packets_now(sock: Any) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except (OSError, AttributeError) as exc:  # a websocket wrapper or a closed socket
         _LOGGER.debug("cannot set TCP_NODELAY: %s", exc)
+
+
+def _apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) -> None:
+    """User name/password and TLS (mutual TLS with a client certificate) from the config."""
+    if m.username is not None:
+        client.username_pw_set(m.username, password)
+    if m.tls.enabled:
+        client.tls_set(
+            ca_certs=m.tls.ca_file, certfile=m.tls.cert_file, keyfile=m.tls.key_file,
+            cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT,
+        )
+        client.tls_insecure_set(m.tls.insecure)
+
+
+def read_status(config: Config, timeout: float = 5.0) -> dict[str, Any]:
+    """The daemon's retained status, read from the broker as `edgetts status` shows it.
+
+    Raises :class:`MqttSetupError` when the broker cannot be reached or no status
+    arrives within ``timeout`` seconds.
+    """
+    m = config.mqtt
+    got: queue.Queue[bytes] = queue.Queue()
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-status-{os.getpid()}")
+    _apply_security(client, m, resolve_password(m))
+    client.on_connect = lambda c, u, flags, rc, props: c.subscribe(config.status_topic, qos=1)
+    client.on_message = lambda c, u, msg: got.put(bytes(msg.payload))
+    try:
+        client.connect(m.host, m.port, keepalive=10)
+    except (OSError, ssl.SSLError) as exc:
+        raise MqttSetupError(f"cannot reach the broker at {m.host}:{m.port}: {exc}") from None
+    client.loop_start()
+    try:
+        payload = got.get(timeout=timeout)
+    except queue.Empty:
+        raise MqttSetupError(
+            f"no status on {config.status_topic} within {timeout:g} s (is edgetts running?)"
+        ) from None
+    finally:
+        client.disconnect()
+        client.loop_stop()
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise MqttSetupError(f"the status on {config.status_topic} is not JSON: {exc}") from None
+    return dict(data)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .affinity import pin_audio_thread
 from .engine import AudioChunk
 from .errors import AudioDeviceError
 
@@ -289,6 +290,10 @@ class PlayerSettings:
     reopen_min_s: float = 0.5
     reopen_max_s: float = 30.0
     realtime_pacing: bool = False
+    audio_core: int | None = None
+    """CPU the audio thread is pinned to (cpu.audio_core); None = not pinned."""
+    realtime: bool = False
+    """SCHED_FIFO for the audio thread where permitted (cpu.realtime_audio)."""
 
 
 class PlaybackJob:
@@ -384,7 +389,7 @@ class PlayerReport:
 
     job: PlaybackJob | None
     kind: str
-    """started | finished | stopped | failed | device_ok | device_failed."""
+    """started | finished | stopped | failed | device_ok | device_failed | thread_setup."""
 
     reason: str | None = None
     at_mono: float = 0.0
@@ -440,6 +445,11 @@ class Player:
 
     # ---------------------------------------------------------- audio thread
     def _run(self) -> None:
+        s = self._settings
+        if s.audio_core is not None or s.realtime:
+            # On its own core (and real-time where permitted), so inference never starves it.
+            pinned = pin_audio_thread(s.audio_core, realtime=s.realtime)  # logs a problem itself
+            self._report(PlayerReport(None, "thread_setup", pinned.problem))
         idle_since = time.monotonic()
         while True:
             try:

@@ -381,7 +381,7 @@ class FakeVoice:
 
 def config_yaml(broker: Broker, device: str, *, extra: str = "", mqtt_extra: str = "",
                 audio_extra: str = "", voice_extra: str = "", queue_extra: str = "",
-                device_extra: str = "", port: int | None = None) -> str:
+                device_extra: str = "", port: int | None = None, keepalive_s: float = 0) -> str:
     """A daemon config for the test broker (deterministic voice, long idle close)."""
     ind = lambda s: "".join(f"  {line}\n" for line in s.splitlines() if line.strip())  # noqa: E731
     return (
@@ -391,6 +391,8 @@ def config_yaml(broker: Broker, device: str, *, extra: str = "", mqtt_extra: str
         f"audio:\n  close_idle_s: 600\n{ind(audio_extra)}"
         f"voice:\n  noise_scale: 0\n  noise_w: 0\n  threads: 1\n{ind(voice_extra)}"
         f"queue:\n  dedup_window_s: 600\n{ind(queue_extra)}"
+        # keepalive off unless a test sets it: its inference would show in FakeVoice.calls
+        f"keepalive:\n  interval_s: {keepalive_s}\n"
         f"logging:\n  level: debug\n{extra}"
     )
 

@@ -70,8 +70,8 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         "F:4 mqtt/port: 99999 is not a TCP port (1-65535)",
         "F:6 audio/lead_in_ms: expected an integer, got 'soon'",
         "F:8 queue/default_priority: expected one of 'emergency', 'high', 'normal', 'low', got 'urgent'",
-        "F:9 bogus: unknown section (known: audio, cache, clips, device, fallback, lexicon, logging, "
-        "loudness, mqtt, normalize, queue, voice, voices)",
+        "F:9 bogus: unknown section (known: audio, cache, clips, cpu, device, fallback, keepalive, "
+        "lexicon, logging, loudness, memory, mqtt, normalize, queue, voice, voices)",
     ]
 
 
@@ -107,6 +107,10 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("- a\n- b\n", "F:1 (top): expected a mapping"),
         ("queue:\n  max_length: true\n", "F:2 queue/max_length: expected an integer, got True"),
         ("normalize:\n  time_24h: 24h\n", "F:2 normalize/time_24h: expected one of"),
+        ("cpu:\n  inference_cores: [4, 4]\n", "F:2 cpu/inference_cores: a CPU is listed twice"),
+        ("cpu:\n  inference_cores: fast\n", "F:2 cpu/inference_cores: expected"),
+        ("keepalive:\n  interval_s: 0.1\n", "F:2 keepalive/interval_s: must be 0 (off) or 1-86400"),
+        ("memory:\n  lock: sometimes\n", "F:2 memory/lock: expected true or false"),
         ("normalize:\n  colour: red\n", "F:2 normalize/colour: unknown key"),
         ("lexicon:\n  Reading: 5\n", "F:2 lexicon/Reading: expected a string"),
         ("lexicon:\n  '  ': x\n", "F:1 lexicon: "),
