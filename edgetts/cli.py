@@ -229,9 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
-    from . import cli_daemon, cli_render, cli_text
+    from . import cli_daemon, cli_quantize, cli_render, cli_text
 
-    return [cli_text.register, cli_daemon.register, cli_render.register]
+    return [cli_text.register, cli_daemon.register, cli_render.register, cli_quantize.register]
 
 
 def _configure_logging(verbosity: int) -> None:

@@ -50,6 +50,13 @@ class RuntimeOptions:
     optimization: str = "all"
     """Graph optimisation level: disable | basic | extended | all."""
 
+    memory_arena: bool = True
+    """onnxruntime's CPU arena: it grows to the largest shapes seen and never shrinks.
+    Off, activations go back to malloc after each run (see docs/streaming.md for what it saves)."""
+
+    memory_pattern: bool = True
+    """Plan activation buffers from the previous run's shapes (helps when shapes repeat)."""
+
     def resolved_threads(self) -> int:
         """The thread count actually used."""
         if self.threads is not None:
@@ -74,6 +81,8 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     spin = "1" if options.spinning else "0"
     so.add_session_config_entry("session.intra_op.allow_spinning", spin)
     so.add_session_config_entry("session.inter_op.allow_spinning", spin)
+    so.enable_cpu_mem_arena = options.memory_arena
+    so.enable_mem_pattern = options.memory_pattern
     so.log_severity_level = 3  # errors only: warnings about unused initialisers are noise here
     return so
 

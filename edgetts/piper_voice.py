@@ -22,6 +22,7 @@ from .errors import SynthesisError, UnspeakableTextError, VoiceError
 from .onnx_session import RuntimeOptions, create_session
 from .phonemize import phonemize
 from .textproc import Break, Phonemes, TextOptions, prepare
+from .vits_stream import Latent, SplitError, SplitModels, decode_windows, discard_split, load_split, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -31,6 +32,38 @@ PAD = "_"
 # Phonemes that carry no sound of their own: a sentence of only these is unspeakable.
 _SILENT_PHONEMES = frozenset(" .,:;!?-'\"()")
 _REQUIRED_INPUTS = ("input", "input_lengths", "scales")
+# Sentences that check a split graph and measure a voice's streaming gain (docs/streaming.md).
+_CHECK_TEXT = (
+    "Attention please. The next train to arrive at platform two is the service to Edinburgh. "
+    "Please stand clear of the closing doors. Mind the gap!"
+)
+_FALLBACK_LOGGED: set[str] = set()
+
+
+@dataclass(frozen=True)
+class StreamingOptions:
+    """How a sentence's waveform is decoded in windows (issue 4, docs/streaming.md)."""
+
+    first_frames: int = 4
+    """Frames in the first window of each sentence (x hop = samples: 1024, 46 ms for a 22050 Hz medium voice)."""
+
+    growth: float = 8.0
+    """Each later window is this many times the one before (4, 32, 128, 128, ... frames)."""
+
+    max_frames: int = 128
+    """Largest window.  The decoder's convolution workspace grows with the window: peak RSS over
+    the corpus 196 / 213 / 274 MB at 64 / 128 / 256 frames (arena on); each seam costs two margins."""
+
+    margin: int = 8
+    """Decoder frames of context on each side of a window; the joe voice's decoder reaches about 12
+    frames; 8 keeps each seam's difference near 1e-3 of full scale (corpus: SDR >= 50 dB)."""
+
+    crossfade: int = 256
+    """Samples over which two windows are blended at a seam."""
+
+    flow_margin: int = 32
+    """Flow frames of context (its receptive field: 4 couplings x 4 convolutions of kernel 5 = 32
+    frames, so the flow's windows are exact; it runs twice per sentence, see ``vits_stream.Latent``)."""
 
 
 @dataclass(frozen=True)
@@ -262,8 +295,20 @@ class PiperVoice:
         session: Any,
         model_path: Path,
         text: TextOptions | None = None,
+        *,
+        split: SplitModels | None = None,
+        tail_session: Any = None,
+        flow_session: Any = None,
+        streaming: StreamingOptions | None = None,
     ) -> None:
+        """``session`` runs the whole model, or, with ``split``, its front (``flow_session`` the
+        flow, ``tail_session`` the decoder); ``streaming`` (needs ``split``) makes
+        :meth:`synthesize` yield windows."""
         self._name = name
+        self.split = split
+        self._tail = tail_session
+        self._flow = flow_session
+        self.streaming = streaming if split is not None else None
         self.config = config
         self.frontend = PiperFrontend(config, text)
         self.session = session
@@ -288,11 +333,16 @@ class PiperVoice:
         name: str | None = None,
         text: TextOptions | None = None,
         cache_dir: Path | None = None,
+        streaming: StreamingOptions | bool | None = None,
     ) -> PiperVoice:
         """Load ``model_path`` and its ``.onnx.json`` (beside it unless given).
 
-        ``cache_dir``: where the graph-optimised model is kept between loads
-        (None: optimise on every load).
+        ``cache_dir``: where the graph-optimised model (and the split of a
+        streaming voice) is kept between loads (None: made on every load).
+        ``streaming``: decode each sentence in windows, first audio after a
+        few tens of ms (True: default :class:`StreamingOptions`).  A graph that
+        cannot be split is spoken whole-sentence (logged once).  Off by
+        default: whole-sentence chunks normalised per sentence, like piper-tts.
         """
         model_path = Path(model_path)
         if config_path is None:
@@ -301,9 +351,18 @@ class PiperVoice:
             raise VoiceError(f"voice model not found: {model_path}")
         config = PiperVoiceConfig.from_file(Path(config_path))
         started = time.perf_counter()
-        session = create_session(model_path, runtime or RuntimeOptions(), cache_dir=cache_dir)
-        _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
+        runtime = runtime or RuntimeOptions()
         voice_name = name or model_path.name.removesuffix(".onnx")
+        options = StreamingOptions() if streaming is True else (streaming or None)
+        if options is not None:
+            split = _load_streaming(model_path, config, runtime, cache_dir, options)
+            if split is not None:
+                models, front, flow, tail = split
+                _LOGGER.debug("loaded %s (split) in %.3f s", model_path, time.perf_counter() - started)
+                return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
+                                  flow_session=flow, streaming=options)
+        session = create_session(model_path, runtime, cache_dir=cache_dir)
+        _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
         return PiperVoice(voice_name, config, session, model_path, text)
 
     @property
@@ -339,8 +398,7 @@ class PiperVoice:
             )
         return np.array([sid], dtype=np.int64)
 
-    def infer(self, ids: Sequence[int], config: SynthesisConfig) -> np.ndarray:
-        """Run the model on one sentence's ids: raw float32 audio, shape (n,)."""
+    def _feeds(self, ids: Sequence[int], config: SynthesisConfig) -> dict[str, np.ndarray]:
         feeds: dict[str, np.ndarray] = {
             "input": np.asarray(ids, dtype=np.int64)[np.newaxis, :],
             "input_lengths": np.array([len(ids)], dtype=np.int64),
@@ -349,28 +407,81 @@ class PiperVoice:
         sid = self._speaker(config)
         if sid is not None:
             feeds["sid"] = sid
+        return feeds
+
+    def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
+        """The one place a model runs."""
         try:
-            outputs = self.session.run(None, feeds)
+            return list(session.run(outputs, feeds))
         except Exception as err:
             raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
-        audio = np.asarray(outputs[0], dtype=np.float32).reshape(-1)
+
+    def _checked(self, output: np.ndarray) -> np.ndarray:
+        audio = np.asarray(output, dtype=np.float32).reshape(-1)
         if audio.size == 0:
             raise SynthesisError(f"voice {self.name} produced no audio")
         if not np.all(np.isfinite(audio)):
             raise SynthesisError(f"voice {self.name} produced NaN or infinite samples")
         return audio
 
-    def _finish(self, audio: np.ndarray, config: SynthesisConfig) -> np.ndarray:
-        if config.normalize_audio:
+    def latent(self, ids: Sequence[int], config: SynthesisConfig) -> Latent:
+        """Split voices: the decoder's inputs for one sentence (encoder and durations run here, once;
+        the flow, if split off, runs as windows ask for frames)."""
+        assert self.split is not None
+        names = list(self.split.front_outputs)
+        front = dict(zip(names, self._run(self.session, self._feeds(ids, config), names)))
+        run_flow = None
+        if self._flow is not None:
+            run_flow = lambda feeds: self._run(self._flow, feeds)[0]  # noqa: E731
+        return Latent(front, run_flow, self.split.frame_inputs[0], self.split.flow_margin)
+
+    def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """Split voices: raw audio of (a window of) the decoder's inputs."""
+        return self._checked(self._run(self._tail, feeds)[0])
+
+    def infer(self, ids: Sequence[int], config: SynthesisConfig) -> np.ndarray:
+        """Run the model on one sentence's ids: raw float32 audio, shape (n,)."""
+        if self.split is not None:
+            latent = self.latent(ids, config)
+            return self.decode(latent.window(0, latent.frames))
+        return self._checked(self._run(self.session, self._feeds(ids, config))[0])
+
+    def stream(self, ids: Sequence[int], config: SynthesisConfig) -> Iterator[tuple[np.ndarray, bool]]:
+        """Raw audio of one sentence in windows (split voices), each with "is it the last";
+        concatenated, equal to :meth:`infer`'s."""
+        assert self.split is not None
+        options = self.streaming or StreamingOptions()
+        latent = self.latent(ids, config)
+        windows = plan_windows(latent.frames, options.first_frames, options.growth, options.max_frames)
+        fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
+        pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, windows, fade)
+        for index, piece in enumerate(pieces):
+            yield piece, index == len(windows) - 1
+
+    def _finish(self, audio: np.ndarray, config: SynthesisConfig, *, streamed: bool = False) -> np.ndarray:
+        if config.normalize_audio and streamed:
+            # A window is played before the sentence's peak exists: a fixed gain per
+            # voice (1 / the largest peak of the check sentences), see docs/streaming.md.
+            assert self.split is not None
+            audio = audio * np.float32(self.split.gain)
+        elif config.normalize_audio:
             peak = float(np.max(np.abs(audio)))
             audio = audio / peak if peak >= 1e-8 else np.zeros_like(audio)
         if config.volume != 1.0:
             audio = audio * config.volume
         return np.clip(audio, -1.0, 1.0).astype(np.float32)
 
-    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
-        """One chunk per sentence (and per pause), each yielded as soon as it is computed."""
+    def synthesize(
+        self, text: str, config: SynthesisConfig | None = None, *, stream: bool | None = None
+    ) -> Iterator[AudioChunk]:
+        """Chunks in speaking order, each yielded as soon as it is computed.
+
+        Whole-sentence: one chunk per sentence (and per pause).  Streaming
+        (``stream``, default: the voice's setting): several chunks per
+        sentence, the last with ``is_last_in_sentence``.
+        """
         config = config or SynthesisConfig()
+        streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
         if not any(isinstance(item, Sentence) for item in plan):
             raise UnspeakableTextError(f"nothing speakable in {_preview(text)}")
@@ -386,6 +497,18 @@ class PiperVoice:
                 sentence_config = replace(
                     config, length_scale=length / item.rate, volume=config.volume * item.volume
                 )
+            if streamed:
+                # Each window is yielded as soon as it is decoded (not when the next one is:
+                # that would put the second window's time into the first audio).
+                for piece, last in self.stream(ids, sentence_config):
+                    yield AudioChunk(
+                        audio=self._finish(piece, sentence_config, streamed=True),
+                        sample_rate=self.sample_rate,
+                        sentence_index=index,
+                        is_last_in_sentence=last,
+                        phoneme_ids=tuple(ids),
+                    )
+                continue
             audio = self._finish(self.infer(ids, sentence_config), sentence_config)
             yield AudioChunk(
                 audio=audio,
@@ -394,6 +517,58 @@ class PiperVoice:
                 is_last_in_sentence=True,
                 phoneme_ids=tuple(ids),
             )
+
+
+def _load_streaming(
+    model_path: Path,
+    config: PiperVoiceConfig,
+    runtime: RuntimeOptions,
+    cache_dir: Path | None,
+    options: StreamingOptions,
+) -> tuple[SplitModels, Any, Any, Any] | None:
+    """The split of a voice and its two sessions, or None (whole-sentence fallback, logged once)."""
+    from .model_cache import prepare_dir
+
+    usable = prepare_dir(cache_dir)
+
+    def make_session(source: bytes | Path) -> Any:
+        return create_session(source, runtime)
+
+    def check_feeds() -> list[dict[str, np.ndarray]]:
+        frontend = PiperFrontend(config, TextOptions(normalize=False))
+        scales = np.array([0.0, config.length_scale, 0.0], dtype=np.float32)  # noise 0: deterministic
+        feeds: list[dict[str, np.ndarray]] = []
+        for ids in frontend.sentence_ids(_CHECK_TEXT):
+            feed: dict[str, np.ndarray] = {
+                "input": np.array([ids], dtype=np.int64),
+                "input_lengths": np.array([len(ids)], dtype=np.int64),
+                "scales": scales,
+            }
+            if config.num_speakers > 1:
+                feed["sid"] = np.array([config.default_speaker_id], dtype=np.int64)
+            feeds.append(feed)
+        return feeds
+
+    for attempt in (1, 2):
+        try:
+            models = load_split(model_path, usable, check_feeds, make_session, margin=options.margin,
+                                flow_margin=options.flow_margin)
+            front = create_session(models.front, runtime, cache_dir=usable)
+            flow = None if models.flow is None else create_session(models.flow, runtime, cache_dir=usable)
+            tail = create_session(models.tail, runtime, cache_dir=usable)
+            return models, front, flow, tail
+        except SplitError as err:
+            key = str(model_path.resolve())
+            if key not in _FALLBACK_LOGGED:
+                _FALLBACK_LOGGED.add(key)
+                _LOGGER.warning("%s: streaming off, whole sentences only: %s", model_path, err)
+            return None
+        except VoiceError as err:
+            if attempt == 2 or usable is None:
+                raise
+            _LOGGER.warning("rebuilding the unusable split of %s: %s", model_path, err)
+            discard_split(model_path, usable, options.margin, options.flow_margin)
+    return None
 
 
 def _preview(text: str, limit: int = 40) -> str:
