@@ -248,7 +248,11 @@ class VoiceModelSettings:
     """`default` (the packaged en_US-joe-medium voice), a voice name, or a path to a Piper *.onnx voice."""
 
     threads: int | None = None
-    """Inference threads; None = one per core this process may use."""
+    """Inference threads; None = one per inference core (cpu.inference_cores)."""
+
+    streaming: bool = False
+    """Decode each sentence in windows: first audio in tens of ms instead of a whole
+    sentence's synthesis, at ~15 % more total CPU (docs/streaming.md); Piper voices only."""
 
     length_scale: float | None = None
     """Speech duration multiplier (>1 slower); None = the voice's own."""

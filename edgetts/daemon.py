@@ -45,7 +45,7 @@ from .errors import AudioDeviceError, EdgeTTSError, UnspeakableTextError
 from .fallback import Choice, CompiledRule, choose, compile_rules
 from .keepalive import KEEPALIVE_TEXT, Keepalive
 from .loudness import loudness_dbfs
-from .memlock import read_vmlck
+from .memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
 from .messages import AnnounceLimits, Announcement, Degraded, Event, PayloadError, Status
 from .mqtt_link import AckHandle, Inbound, MqttLink
 from .phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
@@ -66,14 +66,24 @@ from .textproc import TextOptions
 
 _LOGGER = logging.getLogger(__name__)
 
-VoiceLoader = Callable[[VoiceModelSettings, TextOptions], Voice]
+VoiceLoader = Callable[[VoiceModelSettings, TextOptions, "VoiceRuntime"], Voice]
 
 
-def load_configured_voice(settings: VoiceModelSettings, text: TextOptions) -> Voice:
+@dataclass(frozen=True)
+class VoiceRuntime:
+    """Where a voice's inference runs and whether its weights are locked."""
+
+    cores: tuple[int, ...] | None = None
+    lock: bool = False
+
+
+def load_configured_voice(settings: VoiceModelSettings, text: TextOptions,
+                          runtime: VoiceRuntime = VoiceRuntime()) -> Voice:
     """The real voice loader (edgetts.voices)."""
     from .voices import load_voice
 
-    return load_voice(settings.model, threads=settings.threads, text=text)
+    return load_voice(settings.model, threads=settings.threads, text=text, cores=runtime.cores,
+                      lock=runtime.lock, streaming=settings.streaming)
 
 
 def synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:
@@ -433,6 +443,7 @@ class Daemon:
         # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
         self.voices, self._voice_errors = self._load_voices_tolerant(self.config)
         self._set_voice_degraded()
+        self._check_memory_lock()
         self._extras = self._voice_extras(self.config, self.voices, _VoiceExtras())
         default = self.voices.get(self.config.voice.name)
         self._rules = compile_rules((r.match, r.clip) for r in self.config.fallback.rules)
@@ -894,6 +905,7 @@ class Daemon:
             self.voices = {n: msg.voices[n] for n in new.all_voices()}
             self._voice_errors = {}
             self._set_voice_degraded()
+            self._check_memory_lock()
             if msg.extras is not None:
                 self._extras = msg.extras
             if msg.clips is not None:
@@ -947,6 +959,29 @@ class Daemon:
                 _LOGGER.error("%s", exc)
                 errors[name] = str(exc)
         return voices, errors
+
+    def _check_memory_lock(self) -> None:
+        """With memory.lock, the voices' weights must be in VmLck; say so once when not."""
+        if not self.config.memory.lock:
+            self._degraded.pop("memory", None)
+            return
+        needed = sum(
+            span.nbytes
+            for voice in self.voices.values()
+            if isinstance(path := getattr(voice, "model_path", None), Path) and path.is_file()
+            for span in find_initializers(path)
+            if span.nbytes >= MIN_BYTES  # what lock_weights maps and locks
+        )
+        locked = read_vmlck()
+        # 90 %: the optimised graph's weights differ a little from the source file's.
+        if needed and locked < 0.9 * needed:
+            reason = shortfall_reason(locked, needed)
+            if self._degraded.get("memory") != reason:
+                _LOGGER.warning("%s", reason)
+            self._degraded["memory"] = reason
+        else:
+            self._degraded.pop("memory", None)
+        self._status_dirty = True
 
     def _set_voice_degraded(self) -> None:
         if self._voice_errors:
@@ -1013,8 +1048,9 @@ class Daemon:
             t0 = time.monotonic()
             if settings.threads is None:  # the topology's choice, not one per core of the box
                 settings = replace(settings, threads=self._cpu.threads)
+            runtime = VoiceRuntime(self._cpu.cores, self.config.memory.lock)
             try:
-                out[name] = self._opts.voice_loader(settings, text)
+                out[name] = self._opts.voice_loader(settings, text, runtime)
             except EdgeTTSError as exc:
                 raise type(exc)(f"voice {name!r} ({settings.model}): {exc}") from None
             _LOGGER.info("voice %s loaded from %s in %.2f s", name, settings.model,

@@ -261,6 +261,14 @@ def degraded_reason(err: int, needed: int) -> str:
     )
 
 
+def shortfall_reason(locked: int, needed: int) -> str:
+    """The degraded reason when less than ``needed`` bytes ended up locked (VmLck ``locked``)."""
+    return (
+        f"voice weights not locked in RAM (VmLck {locked / 2**20:.1f} MiB of {needed / 2**20:.1f} MiB, "
+        f"RLIMIT_MEMLOCK {_limit_text()}); {LOCK_FIX}"
+    )
+
+
 def lock_weights(
     model: str | os.PathLike[str],
     so: Any,

@@ -19,7 +19,9 @@ from typing import cast
 
 import onnxruntime as ort
 
+from .affinity import apply_to_session_options
 from .errors import VoiceError
+from .memlock import LockedWeights, lock_weights
 from .model_cache import cache_key, prepare_dir, stale_entries
 
 _LOGGER = logging.getLogger(__name__)
@@ -57,6 +59,14 @@ class RuntimeOptions:
     memory_pattern: bool = True
     """Plan activation buffers from the previous run's shapes (helps when shapes repeat)."""
 
+    cores: tuple[int, ...] | None = None
+    """CPUs (0-based) the intra-op worker threads are pinned to (cpu.inference_cores);
+    None = not pinned.  The calling thread pins itself (edgetts.cpu_plan)."""
+
+    lock: bool = False
+    """Map the weights read-only and shared, mlock them and hand them to onnxruntime
+    without a copy (memory.lock; edgetts.memlock).  A refused lock is logged, not fatal."""
+
     def resolved_threads(self) -> int:
         """The thread count actually used."""
         if self.threads is not None:
@@ -83,14 +93,26 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     so.add_session_config_entry("session.inter_op.allow_spinning", spin)
     so.enable_cpu_mem_arena = options.memory_arena
     so.enable_mem_pattern = options.memory_pattern
+    if options.cores:
+        apply_to_session_options(so, options.cores, threads)
     so.log_severity_level = 3  # errors only: warnings about unused initialisers are noise here
     return so
 
 
-def _new_session(source: str | bytes, so: ort.SessionOptions) -> ort.InferenceSession:
+def _new_session(source: str | bytes, so: ort.SessionOptions, lock: bool = False) -> ort.InferenceSession:
+    weights = lock_weights(source, so) if lock and isinstance(source, str) else None
     session = ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+    if weights is not None:
+        # The maps and OrtValues must live as long as the session (else onnxruntime
+        # reads freed memory): they travel with it.
+        session.edgetts_locked_weights = weights
     _return_free_heap()
     return session
+
+
+def locked_weights(session: ort.InferenceSession) -> LockedWeights | None:
+    """The weights :func:`create_session` locked for ``session``, if any."""
+    return getattr(session, "edgetts_locked_weights", None)
 
 
 @functools.cache
@@ -122,7 +144,7 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.I
     if cached.is_file():
         so = session_options(replace(options, optimization="disable"))
         try:
-            return _new_session(str(cached), so)
+            return _new_session(str(cached), so, lock=options.lock)
         except Exception as err:  # a torn or stale cache entry: rebuild it below
             _LOGGER.warning("dropping unusable optimised model %s: %s", cached, err)
             cached.unlink(missing_ok=True)
@@ -137,6 +159,11 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.I
         partial.unlink(missing_ok=True)
     for stale in stale_entries(cache_dir, model, cached.name):
         stale.unlink(missing_ok=True)
+    if options.lock and cached.is_file():
+        # Locked weights must be the ones of the file onnxruntime loads (names and
+        # layout of the optimised graph): load the entry just written, locked.
+        del session
+        return _new_session(str(cached), session_options(replace(options, optimization="disable")), lock=True)
     return session
 
 
@@ -160,7 +187,7 @@ def create_session(
             if usable is not None:
                 return _load_cached(model, options, usable)
         source: str | bytes = str(model) if isinstance(model, Path) else model
-        return _new_session(source, session_options(options))
+        return _new_session(source, session_options(options), lock=options.lock)
     except FileNotFoundError as err:
         raise VoiceError(f"voice model not found: {what}") from err
     except Exception as err:  # onnxruntime raises its own types for corrupt models

@@ -109,14 +109,20 @@ def load_voice(
     threads: int | None = None,
     normalize: bool = True,
     text: TextOptions | None = None,
+    cores: tuple[int, ...] | None = None,
+    lock: bool = False,
+    streaming: bool = False,
 ) -> Voice:
     """Load a voice of any family; errors are one-line :class:`VoiceError`s.
 
     ``text`` sets how text is prepared (normaliser options, lexicon, SSML);
     ``normalize=False`` turns the normaliser off whatever ``text`` says.
+    ``cores`` pins onnxruntime's worker threads, ``lock`` locks the weights in
+    RAM (docs/edge-runtime.md); ``streaming`` decodes Piper voices in windows
+    (first audio sooner, docs/streaming.md).
     """
     info = resolve_voice(spec)
-    runtime = RuntimeOptions(threads=threads)
+    runtime = RuntimeOptions(threads=threads, cores=cores, lock=lock)
     if info.family == "ar":
         from .ar.voice import ArVoice
 
@@ -127,5 +133,6 @@ def load_voice(
     if not normalize:
         text = replace(text, normalize=False)
     return PiperVoice.load(
-        info.path, runtime=runtime, name=info.name, text=text, cache_dir=default_cache_dir()
+        info.path, runtime=runtime, name=info.name, text=text, cache_dir=default_cache_dir(),
+        streaming=streaming,
     )

@@ -421,8 +421,8 @@ class InProcessDaemon:
         self.thread.start()
 
     @staticmethod
-    def _fake_loader(voices: dict[str, Any]) -> Callable[[Any, Any], Any]:
-        def loader(settings: Any, text: Any) -> Any:
+    def _fake_loader(voices: dict[str, Any]) -> Callable[[Any, Any, Any], Any]:
+        def loader(settings: Any, text: Any, runtime: Any) -> Any:
             key = settings.model
             if key not in voices:
                 from edgetts.errors import VoiceError

@@ -19,6 +19,7 @@ from edgetts.affinity import (
     plan_pinning,
     thread_cores,
 )
+from edgetts.onnx_session import RuntimeOptions, session_options
 
 
 def test_affinities_string() -> None:
@@ -118,11 +119,9 @@ def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers
     stop = threading.Event()
 
     def synthesis_thread() -> None:
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        plan = apply_to_session_options(so, cores, threads)
-        pin_current_thread(plan.caller_cores)
+        # Through edgetts' one session builder: RuntimeOptions.cores pins the workers.
+        so = session_options(RuntimeOptions(threads=threads, cores=cores))
+        pin_current_thread(plan_pinning(cores, threads).caller_cores)
         result["tid"] = threading.get_native_id()
         sess = ort.InferenceSession(str(default_voice_path()), so, providers=["CPUExecutionProvider"])
         ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 20 + [2]], dtype=np.int64)
