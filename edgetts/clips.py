@@ -22,6 +22,7 @@ import numpy as np
 from .errors import EdgeTTSError
 from .loudness import gain_for, loudness_dbfs
 from .messages import CLIP_NAME_RE
+from .playback import resample_linear
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class ClipLibrary:
         self.directory = None if directory is None else Path(directory)
         self.rate = rate
         self.target_dbfs = target_dbfs
-        self._resample = resample or (lambda a, r: _linear_resample(a, r, rate))
+        self._resample = resample or (lambda a, r: resample_linear(a, r, rate))
         self._clips: dict[str, Clip] = {}
         self.problems: dict[str, str] = {}
         """File name -> why it was not loaded."""
@@ -234,15 +235,6 @@ class ClipLibrary:
 def clip_path(directory: str | Path, name: str) -> Path:
     """``directory/<name>.wav`` for a checked name (raises ClipError for a path-like one)."""
     return Path(directory) / f"{check_clip_name(name)}.wav"
-
-
-def _linear_resample(audio: np.ndarray, rate: int, to_rate: int) -> np.ndarray:
-    audio = np.asarray(audio, dtype=np.float32).reshape(-1)
-    if rate == to_rate or audio.size == 0:
-        return audio
-    n_out = int(round(audio.size * to_rate / rate))
-    positions = np.arange(n_out, dtype=np.float64) * (rate / to_rate)
-    return np.interp(positions, np.arange(audio.size), audio).astype(np.float32)
 
 
 __all__ = ["Clip", "ClipError", "ClipLibrary", "check_clip_name", "clip_path", "read_wav", "write_wav"]

@@ -56,6 +56,20 @@ class DeviceFormat:
         return self.channels * (2 if self.sample_format == "int16" else 4)
 
 
+def resample_linear(audio: np.ndarray, rate: int, to_rate: int) -> np.ndarray:
+    """Mono float32 at ``rate`` -> mono float32 at ``to_rate`` (linear interpolation).
+
+    Cheap and good enough for speech and clips; the one resampler of speech,
+    chimes and clips alike.
+    """
+    audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if rate == to_rate or audio.size == 0:
+        return audio
+    n_out = int(round(audio.size * to_rate / rate))
+    positions = np.arange(n_out, dtype=np.float64) * (rate / to_rate)
+    return np.interp(positions, np.arange(audio.size), audio).astype(np.float32)
+
+
 class Converter:
     """The one place audio becomes device samples."""
 
@@ -70,12 +84,7 @@ class Converter:
         Linear interpolation: cheap and good enough for speech; configure
         audio/sample_rate to the voice's rate (the default) to skip it.
         """
-        audio = np.asarray(audio, dtype=np.float32).reshape(-1)
-        if rate == self.format.rate or audio.size == 0:
-            return audio
-        n_out = int(round(audio.size * self.format.rate / rate))
-        positions = np.arange(n_out, dtype=np.float64) * (rate / self.format.rate)
-        return np.interp(positions, np.arange(audio.size), audio).astype(np.float32)
+        return resample_linear(audio, rate, self.format.rate)
 
     def to_bytes(self, mono: np.ndarray, gain: float = 1.0) -> bytes:
         """Mono float32 at the device rate -> interleaved device frames."""
