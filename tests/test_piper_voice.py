@@ -167,12 +167,37 @@ def test_unknown_voice_name() -> None:
 
 
 # -- session options: one place -------------------------------------------------
-def test_session_options_do_not_spin_and_honour_threads() -> None:
+def test_session_options_spin_only_during_a_run_and_honour_threads() -> None:
     so = session_options(RuntimeOptions(threads=1))
     assert so.intra_op_num_threads == 1
-    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert session_options(RuntimeOptions(threads=2, spinning=True)).get_session_config_entry(
-        "session.intra_op.allow_spinning"
-    ) == "1"
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert so.get_session_config_entry("session.force_spinning_stop") == "1"
+    quiet = session_options(RuntimeOptions(threads=2, spinning=False))
+    assert quiet.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert quiet.get_session_config_entry("session.force_spinning_stop") == "1"
     with pytest.raises(ValueError, match="optimization"):
         session_options(RuntimeOptions(optimization="turbo"))
+
+
+def test_spinning_workers_stop_when_a_run_returns() -> None:
+    """An idle board must not burn a core: after a 2-thread synthesis the process sleeps."""
+    import resource
+    import time
+
+    from edgetts.voices import default_voice_path
+
+    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2))
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    # onnxruntime's workers otherwise keep spinning for tens of ms after each run (~80 % of a
+    # core here, between the windows of a stream and after every request): measure right after.
+    used = []
+    for _ in range(3):
+        assert list(voice.synthesize("Shift change in ten minutes."))
+        before, started = cpu(), time.monotonic()
+        time.sleep(0.05)
+        used.append((cpu() - before) / (time.monotonic() - started))
+    assert min(used) < 0.3, f"after a run the process used {min(used):.0%} of a core (worker threads still spinning?)"
