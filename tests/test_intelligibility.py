@@ -60,3 +60,30 @@ def test_normalisation_lowers_the_word_error_rate(default_voice, raw_voice) -> N
     print(f"pocketsphinx WER over the corpus: {mean_with:.3f} normalised, {mean_without:.3f} raw")
     assert len(with_norm) == 20
     assert mean_with < mean_without
+
+
+def test_streamed_speech_is_heard_as_well_as_whole_sentences() -> None:
+    # Issue 4: windowed decoding loses no intelligibility: pocketsphinx WER over the spoken
+    # corpus, streamed vs whole-sentence from the same voice, within 2 points.
+    from edgetts.model_cache import default_cache_dir
+    from edgetts.onnx_session import RuntimeOptions
+    from edgetts.piper_voice import PiperVoice
+    from edgetts.voices import default_voice_path
+
+    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2),
+                            cache_dir=default_cache_dir(), streaming=True)
+    assert voice.split is not None
+    config = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
+    streamed: list[float] = []
+    whole: list[float] = []
+    for text, reference in _spoken_corpus():
+        for stream, scores in ((True, streamed), (False, whole)):
+            chunks = list(voice.synthesize(text, config, stream=stream))
+            if stream:
+                assert len(chunks) > len({c.sentence_index for c in chunks})  # really windowed
+            audio = np.concatenate([c.audio for c in chunks])
+            scores.append(word_error_rate(reference, transcribe(audio, voice.sample_rate)))
+    mean_streamed, mean_whole = sum(streamed) / len(streamed), sum(whole) / len(whole)
+    print(f"pocketsphinx WER over the corpus: {mean_streamed:.3f} streamed, {mean_whole:.3f} whole")
+    assert len(streamed) == 20
+    assert mean_streamed <= mean_whole + 0.02
