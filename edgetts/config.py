@@ -252,7 +252,12 @@ class VoiceModelSettings:
 
     streaming: bool = False
     """Decode each sentence in windows: first audio in tens of ms instead of a whole
-    sentence's synthesis, at ~15 % more total CPU (docs/streaming.md); Piper voices only."""
+    sentence's synthesis, at ~10 % more total CPU (docs/streaming.md); Piper voices only."""
+
+    fast_start_ids: int = 0
+    """With streaming: a first sentence longer than 1.5x this many phoneme ids starts from
+    the encoder run on its first ids only (first audio no longer grows with its length; its
+    first words differ slightly from whole-sentence output).  0 = off (exact)."""
 
     length_scale: float | None = None
     """Speech duration multiplier (>1 slower); None = the voice's own."""
@@ -273,6 +278,10 @@ class VoiceModelSettings:
         # voice, plays clips, and reports `degraded: voice` with the loader's reason.
         if self.threads is not None and not 1 <= self.threads <= 64:
             raise _FieldError(("threads",), "must be 1-64")
+        if not 0 <= self.fast_start_ids <= 4096:
+            raise _FieldError(("fast_start_ids",), "must be 0-4096 (0 = off)")
+        if self.fast_start_ids and not self.streaming:
+            raise _FieldError(("fast_start_ids",), "needs streaming: true")
         if self.length_scale is not None and not 0.1 <= self.length_scale <= 10:
             raise _FieldError(("length_scale",), "must be 0.1-10")
         for name in ("noise_scale", "noise_w"):

@@ -83,7 +83,8 @@ def load_configured_voice(settings: VoiceModelSettings, text: TextOptions,
     from .voices import load_voice
 
     return load_voice(settings.model, threads=settings.threads, text=text, cores=runtime.cores,
-                      lock=runtime.lock, streaming=settings.streaming)
+                      lock=runtime.lock, streaming=settings.streaming,
+                      fast_start_ids=settings.fast_start_ids)
 
 
 def synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:

@@ -22,7 +22,18 @@ from .errors import SynthesisError, UnspeakableTextError, VoiceError
 from .onnx_session import RuntimeOptions, create_session
 from .phonemize import phonemize
 from .textproc import Break, Phonemes, TextOptions, prepare
-from .vits_stream import Latent, SplitError, SplitModels, decode_windows, discard_split, load_split, plan_windows
+from .vits_stream import (
+    FLOW_REACH,
+    Latent,
+    SeamJoiner,
+    SplitError,
+    SplitModels,
+    decode_windows,
+    discard_split,
+    load_split,
+    plan_windows,
+    splice_frames,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -69,6 +80,13 @@ class StreamingOptions:
     convolutions of kernel 5 = 32 frames, but the first window's audio is the same at 12: corpus
     SDR min 39.0 dB vs 39.1 at 24).  The rest of the sentence is one flow run from its start,
     exact, see ``vits_stream.Latent``."""
+
+    fast_start_ids: int = 0
+    """0 (default): every sentence is exactly what whole-sentence decoding gives.  N > 0: the
+    first sentence of a text, when it has more than 1.5 N phoneme ids, starts from a run of the
+    text encoder on its first N ids only, so it starts as soon as a short sentence would; the
+    encoder attends over the whole sentence, so those first words differ slightly (durations by
+    a frame here and there) from whole-sentence output.  See docs/streaming.md, "Fast start"."""
 
 
 @dataclass(frozen=True)
@@ -451,17 +469,90 @@ class PiperVoice:
             return self.decode(latent.window(0, latent.frames))
         return self._checked(self._run(self.session, self._feeds(ids, config))[0])
 
-    def stream(self, ids: Sequence[int], config: SynthesisConfig) -> Iterator[tuple[np.ndarray, bool]]:
+    def stream(
+        self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False
+    ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
-        concatenated, equal to :meth:`infer`'s."""
+        concatenated, equal to :meth:`infer`'s (``fast_start``: see :meth:`_stream_fast`)."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
+        limit = options.fast_start_ids
+        if fast_start and limit > 0 and self.split.durations and len(ids) > limit + limit // 2:
+            fast = self._stream_fast(ids, config, options)
+            if fast is not None:
+                yield from fast
+                return
         latent = self.latent(ids, config)
         windows = plan_windows(latent.frames, options.first_frames, options.growth, options.max_frames)
         fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
         pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, windows, fade)
         for index, piece in enumerate(pieces):
             yield piece, index == len(windows) - 1
+
+    def _stream_fast(
+        self, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions
+    ) -> Iterator[tuple[np.ndarray, bool]] | None:
+        """Fast start: the first windows from the encoder run on a prefix, the rest exact.
+
+        The front runs on ``ids[:N]``; its first K ids (K: the last word boundary at or
+        before 3/4 N, so each kept id saw at least N/4 ids of what follows) give the frames
+        of the first windows, decoded while only those frames are known.  Then the front
+        runs on the whole sentence and the sentence continues with its durations and
+        frames from id K on, spliced after the prefix's frames; everything from there is
+        what whole-sentence decoding computes.  None when the prefix is too short to hold
+        a first window (then the exact path runs).
+        """
+        assert self.split is not None
+        split = self.split
+        limit = options.fast_start_ids
+        space = self.config.phoneme_id_map.get(" ", (-1,))[0]
+        keep_to = limit - max(4, limit // 4)
+        keep = max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
+        names = [*split.front_outputs, split.durations]
+        prefix = dict(zip(names, self._run(self.session, self._feeds(ids[:limit], config), names)))
+        prefix_durations = prefix.pop(split.durations).reshape(-1)
+        kept = int(prefix_durations[:keep].sum())
+        # Windows of the prefix end where the flow and the decoder would start to see its end.
+        safe = kept - FLOW_REACH - split.margin
+        if safe < 2 * options.first_frames:
+            return None
+        return self._fast_windows(ids, config, options, prefix, keep, kept, safe)
+
+    def _fast_windows(
+        self,
+        ids: Sequence[int],
+        config: SynthesisConfig,
+        options: StreamingOptions,
+        prefix: dict[str, np.ndarray],
+        keep: int,
+        kept: int,
+        safe: int,
+    ) -> Iterator[tuple[np.ndarray, bool]]:
+        assert self.split is not None
+        split = self.split
+        prefix_frames = max(v.shape[-1] for v in prefix.values())
+        head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v
+                for k, v in prefix.items()}
+        run_flow = lambda feeds: self._run(self._flow, feeds)[0]  # noqa: E731
+        flow = run_flow if self._flow is not None else None
+        joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
+        windows = plan_windows(safe, options.first_frames, options.growth, options.max_frames)
+        latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
+        for start, end in windows:
+            lo, hi = max(0, start - split.margin), end + split.margin
+            yield joiner.piece(self.decode(latent.window(lo, hi)), lo, start, end, False), False
+        # The whole sentence, spliced after the prefix's first `keep` ids.
+        names = [*split.front_outputs, split.durations]
+        whole = dict(zip(names, self._run(self.session, self._feeds(ids, config), names)))
+        spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
+        latent = Latent(spliced, flow, split.frame_inputs[0], split.flow_margin, short_first=False)
+        size = windows[-1][1] - windows[-1][0]
+        following = min(options.max_frames, max(size + 1, int(size * options.growth)))
+        rest = [(safe + a, safe + b) for a, b in plan_windows(latent.frames - safe, following, options.growth,
+                                                             options.max_frames)]
+        pieces = decode_windows(self.decode, latent, split.hop, split.margin, rest, 0, joiner)
+        for index, piece in enumerate(pieces):
+            yield piece, index == len(rest) - 1
 
     def _finish(self, audio: np.ndarray, config: SynthesisConfig, *, streamed: bool = False) -> np.ndarray:
         if config.normalize_audio and streamed:
@@ -490,6 +581,8 @@ class PiperVoice:
         plan = self.frontend.plan(text)
         if not any(isinstance(item, Sentence) for item in plan):
             raise UnspeakableTextError(f"nothing speakable in {_preview(text)}")
+        # Fast start (opt-in) only where first audio waits on it: the text's first sentence.
+        first_sentence = next(i for i, item in enumerate(plan) if isinstance(item, Sentence))
         for index, item in enumerate(plan):
             if isinstance(item, Pause):
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
@@ -505,7 +598,7 @@ class PiperVoice:
             if streamed:
                 # Each window is yielded as soon as it is decoded (not when the next one is:
                 # that would put the second window's time into the first audio).
-                for piece, last in self.stream(ids, sentence_config):
+                for piece, last in self.stream(ids, sentence_config, fast_start=index == first_sentence):
                     yield AudioChunk(
                         audio=self._finish(piece, sentence_config, streamed=True),
                         sample_rate=self.sample_rate,

@@ -28,7 +28,7 @@ from .model_cache import _checksum
 
 _LOGGER = logging.getLogger(__name__)
 
-SPLIT_VERSION = "1"
+SPLIT_VERSION = "2"
 """Bump when the split changes: older cached splits are then rebuilt."""
 
 # Ops that act on each frame's neighbourhood only (or on channels), so running
@@ -45,6 +45,10 @@ _MIN_SDR_DB = 30.0
 
 _MIN_HOP = 32
 """Fewest output samples per frame of the decoder's input."""
+
+FLOW_REACH = 24
+"""Flow frames of context that make its output equal to a run over the whole sentence (the
+receptive field is 32; 24 measured equal on the corpus)."""
 
 
 class SplitError(Exception):
@@ -76,6 +80,8 @@ class SplitModels:
     """Front outputs = flow inputs (when ``flow``)."""
     flow_margin: int = 0
     """Frames of context of the first window's flow run (see :class:`Latent`)."""
+    durations: str = ""
+    """Extra front output: frames per phoneme id, shaped (1, 1, ids) (fast start); "" = none found."""
 
     @property
     def front_outputs(self) -> tuple[str, ...]:
@@ -98,7 +104,10 @@ class Latent:
         run_flow: Callable[[dict[str, np.ndarray]], np.ndarray] | None,
         decoder_input: str,
         flow_margin: int,
+        *,
+        short_first: bool = True,
     ) -> None:
+        """``short_first=False``: the flow runs over the whole sentence at the first request."""
         self.frames = max(v.shape[-1] for v in front_out.values())
         self._front = front_out
         self._run_flow = run_flow
@@ -106,6 +115,7 @@ class Latent:
         self._margin = flow_margin
         self._z: np.ndarray | None = None
         self._ready = 0
+        self._short_first = short_first
 
     def _slice(self, feeds: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
         return {k: np.ascontiguousarray(v[..., lo:hi]) if v.shape[-1] == self.frames else v
@@ -116,7 +126,7 @@ class Latent:
         if self._run_flow is None:
             return self._slice(self._front, lo, hi)
         if hi > self._ready:
-            if self._ready == 0 and hi + self._margin < self.frames:
+            if self._short_first and self._ready == 0 and hi + self._margin < self.frames:
                 z = self._run_flow(self._slice(self._front, 0, hi + self._margin))
                 self._z = np.ascontiguousarray(z[..., :hi])
                 self._ready = hi
@@ -222,6 +232,36 @@ def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[t
     return windows
 
 
+class SeamJoiner:
+    """Cuts each decoded window to its own frames and cross-fades the seams.
+
+    The tail of each window's audio (``fade`` samples around its end) is held
+    back and blended with the next window's start, so a seam is a crossfade
+    of two nearly equal signals.
+    """
+
+    def __init__(self, hop: int, fade: int) -> None:
+        self.hop, self.half = hop, fade // 2
+        self._held: np.ndarray | None = None
+
+    def piece(self, audio: np.ndarray, lo: int, start: int, end: int, last: bool) -> np.ndarray:
+        """The audio to hand out for window [start, end) of a run decoded from frame ``lo``."""
+        hop, half = self.hop, self.half
+        first = start * hop - (half if start > 0 else 0)
+        stop = end * hop + (0 if last else half)
+        piece = audio[first - lo * hop : stop - lo * hop]
+        if self._held is not None:
+            n = self._held.size
+            ramp = (np.arange(n, dtype=np.float32) + 0.5) / np.float32(n)
+            piece = piece.copy()
+            piece[:n] = self._held * (1.0 - ramp) + piece[:n] * ramp
+        self._held = None
+        if not last:
+            self._held = piece[piece.size - 2 * half :].copy()
+            piece = piece[: piece.size - 2 * half]
+        return piece
+
+
 def decode_windows(
     run_tail: Callable[[dict[str, np.ndarray]], np.ndarray],
     latent: Latent,
@@ -229,32 +269,37 @@ def decode_windows(
     margin: int,
     windows: Sequence[tuple[int, int]],
     fade: int,
+    joiner: SeamJoiner | None = None,
 ) -> Iterator[np.ndarray]:
     """Audio of each window, in order; seams are cross-faded over ``fade`` samples.
 
     Each window is decoded with ``margin`` frames of context on each side (the
     sentence's own edges need none: there the whole-sentence run pads with
-    zeros too).  The tail of each window's audio is held back and blended
-    with the next window's start, so the seam is a crossfade of two nearly
-    equal signals.
+    zeros too).  The window ending at ``latent.frames`` ends the sentence;
+    ``joiner`` carries a seam over from earlier windows (fast start).
     """
-    half = fade // 2
-    held: np.ndarray | None = None
-    for index, (start, end) in enumerate(windows):
+    joiner = joiner or SeamJoiner(hop, fade)
+    for start, end in windows:
         lo, hi = max(0, start - margin), min(latent.frames, end + margin)
-        audio = run_tail(latent.window(lo, hi))
-        first = start * hop - (half if index > 0 else 0)
-        last = end * hop + (half if index < len(windows) - 1 else 0)
-        piece = audio[first - lo * hop : last - lo * hop]
-        if held is not None:
-            n = held.size
-            ramp = (np.arange(n, dtype=np.float32) + 0.5) / np.float32(n)
-            piece = piece.copy()
-            piece[:n] = held * (1.0 - ramp) + piece[:n] * ramp
-        if index < len(windows) - 1:
-            held = piece[piece.size - 2 * half :].copy()
-            piece = piece[: piece.size - 2 * half]
-        yield piece
+        yield joiner.piece(run_tail(latent.window(lo, hi)), lo, start, end, end >= latent.frames)
+
+
+def splice_frames(
+    head: dict[str, np.ndarray], whole: dict[str, np.ndarray], durations: np.ndarray, keep: int
+) -> dict[str, np.ndarray]:
+    """Front outputs of a sentence whose first ``keep`` ids come from ``head`` (fast start).
+
+    ``head``: the frames of those ids from a run on a prefix; ``whole``: the
+    run on the whole sentence, ``durations`` its frames per id (1, 1, ids).
+    The result is ``head``'s frames, then ``whole``'s from the first frame
+    of id ``keep`` on; tensors without the frame axis come from ``whole``.
+    """
+    skip = int(np.asarray(durations).reshape(-1)[:keep].sum())
+    frames = max(v.shape[-1] for v in whole.values())
+    return {
+        k: np.concatenate([head[k], v[..., skip:]], axis=-1) if v.shape[-1] == frames else v
+        for k, v in whole.items()
+    }
 
 
 def _sdr_db(reference: np.ndarray, estimate: np.ndarray) -> float:
@@ -264,6 +309,13 @@ def _sdr_db(reference: np.ndarray, estimate: np.ndarray) -> float:
 
 
 # -- split, check, cache -----------------------------------------------------------
+def _are_durations(value: np.ndarray | None, n_ids: int, frames: int) -> bool:
+    """Frames per phoneme id: (1, 1, ids), whole non-negative numbers adding up to the frames."""
+    if value is None or value.shape != (1, 1, n_ids) or frames <= 0:
+        return False
+    return bool(np.all(value >= 0) and np.all(value == np.round(value)) and int(value.sum()) == frames)
+
+
 def _frame_lengths(arrays: Sequence[np.ndarray | None]) -> list[int] | None:
     """Lengths of the last axis of tensors shaped (1, C, n), None if any is not such a tensor."""
     if any(a is None or a.ndim != 3 or a.shape[0] != 1 or a.dtype != np.float32 for a in arrays):
@@ -293,6 +345,9 @@ def split_model(
     out_name = model.graph.output[0].name
     # Which candidates have a frame axis: ask the model for every candidate tensor once.
     names = sorted({t for s in states for t in s} - {out_name})
+    # Duration candidates: VITS rounds each phoneme's length in frames up (w_ceil).
+    rounded = [o for n in model.graph.node if n.op_type in ("Ceil", "Round") for o in n.output]
+    names = sorted(set(names) | set(rounded))
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     for name in names:
@@ -328,6 +383,7 @@ def split_model(
             break
         if flow_cut is None:
             flow_cut = list(state)
+    durations = next((name for name in rounded if _are_durations(values.get(name), n_ids, frames)), "")
     del values
     if cut is None:
         raise SplitError("no convolutional decoder found (no tensor with a frame axis feeds the output alone)")
@@ -338,12 +394,12 @@ def split_model(
 
     extractor = Extractor(model)
     inputs = [i.name for i in model.graph.input]
-    front = extractor.extract_model(inputs, flow_cut or cut).SerializeToString()
+    front = extractor.extract_model(inputs, (flow_cut or cut) + ([durations] if durations else [])).SerializeToString()
     flow = extractor.extract_model(flow_cut, cut).SerializeToString() if flow_cut else None
     tail = _build_tail(model, cut).SerializeToString()
     del model, extractor
     split = SplitModels(front, tail, tuple(cut), hop, margin, 1.0, flow, tuple(flow_cut or ()),
-                        flow_margin if flow_cut else 0)
+                        flow_margin if flow_cut else 0, durations)
     front_session, tail_session = make_session(front), make_session(tail)
     flow_session = make_session(flow) if flow else None
     outputs = list(split.front_outputs)
@@ -370,7 +426,7 @@ def split_model(
                 raise SplitError(f"windowed decoding differs from the whole model's output ({sdr:.1f} dB)")
     gain = 1.0 / max(max(peaks), 1e-3)
     return SplitModels(front, tail, split.frame_inputs, hop, margin, gain, flow, split.flow_inputs,
-                       split.flow_margin)
+                       split.flow_margin, durations)
 
 
 def _split_family(model_path: Path) -> str:
@@ -409,7 +465,7 @@ def load_split(
             if all(p.is_file() for part, p in paths.items() if part != "flow" or has_flow):
                 return SplitModels(paths["front"], paths["tail"], tuple(meta["frame_inputs"]), int(meta["hop"]),
                                    int(meta["margin"]), float(meta["gain"]), paths["flow"] if has_flow else None,
-                                   tuple(meta["flow_inputs"]), int(meta["flow_margin"]))
+                                   tuple(meta["flow_inputs"]), int(meta["flow_margin"]), str(meta["durations"]))
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError) as err:
@@ -431,6 +487,7 @@ def load_split(
                 tmp.replace(paths[part])
         meta = {"frame_inputs": list(split.frame_inputs), "hop": split.hop, "margin": margin, "gain": split.gain,
                 "flow_inputs": list(split.flow_inputs), "flow_margin": split.flow_margin,
+                "durations": split.durations,
                 "source": str(model_path), "version": SPLIT_VERSION}
         tmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.part")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
@@ -442,7 +499,8 @@ def load_split(
         if not stale.name.startswith(key):
             stale.unlink(missing_ok=True)
     return SplitModels(paths["front"], paths["tail"], split.frame_inputs, split.hop, margin, split.gain,
-                       paths["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin)
+                       paths["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin,
+                       split.durations)
 
 
 def discard_split(model_path: Path, cache_dir: Path | None, margin: int, flow_margin: int) -> None:

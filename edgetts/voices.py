@@ -112,6 +112,7 @@ def load_voice(
     cores: tuple[int, ...] | None = None,
     lock: bool = False,
     streaming: bool = False,
+    fast_start_ids: int = 0,
 ) -> Voice:
     """Load a voice of any family; errors are one-line :class:`VoiceError`s.
 
@@ -119,7 +120,8 @@ def load_voice(
     ``normalize=False`` turns the normaliser off whatever ``text`` says.
     ``cores`` pins onnxruntime's worker threads, ``lock`` locks the weights in
     RAM (docs/edge-runtime.md); ``streaming`` decodes Piper voices in windows
-    (first audio sooner, docs/streaming.md).
+    (first audio sooner, docs/streaming.md), ``fast_start_ids`` > 0 with it starts long
+    first sentences from a prefix (``StreamingOptions.fast_start_ids``).
     """
     info = resolve_voice(spec)
     runtime = RuntimeOptions(threads=threads, cores=cores, lock=lock)
@@ -127,12 +129,12 @@ def load_voice(
         from .ar.voice import ArVoice
 
         return ArVoice.load(info.path, threads=threads)
-    from .piper_voice import PiperVoice
+    from .piper_voice import PiperVoice, StreamingOptions
 
     text = text or TextOptions()
     if not normalize:
         text = replace(text, normalize=False)
     return PiperVoice.load(
         info.path, runtime=runtime, name=info.name, text=text, cache_dir=default_cache_dir(),
-        streaming=streaming,
+        streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
     )

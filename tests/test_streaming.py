@@ -20,9 +20,10 @@ RAW = SynthesisConfig(noise_scale=0.0, noise_w=0.0, normalize_audio=False)
 
 
 def _load(cache_dir: Path | None, **kwargs) -> PiperVoice:  # type: ignore[no-untyped-def]
+    kwargs.setdefault("streaming", True)
     return PiperVoice.load(
         default_voice_path(), runtime=RuntimeOptions(threads=2), text=TextOptions(normalize=False),
-        cache_dir=cache_dir, streaming=True, **kwargs,
+        cache_dir=cache_dir, **kwargs,
     )
 
 
@@ -138,3 +139,90 @@ def test_without_a_cache_the_split_is_made_in_memory() -> None:
     voice = _load(None)
     assert voice.split is not None and isinstance(voice.split.front, bytes)
     assert len(list(voice.synthesize("Mind the gap.", RAW))) >= 2
+
+
+# -- fast start (opt-in): first audio that does not wait for a long first sentence's encoder --------
+LONG = ("Attention all passengers waiting on platform four for the delayed evening service to Manchester "
+        "Piccadilly calling at Stockport and Macclesfield because of a signalling fault near the station.")
+
+
+@pytest.fixture(scope="module")
+def fast_voice(split_cache: Path) -> PiperVoice:
+    voice = _load(split_cache, streaming=StreamingOptions(fast_start_ids=64))
+    assert voice.split is not None and voice.split.durations  # the split found the durations
+    return voice
+
+
+class _Recorder:
+    """Wraps a session: notes the phoneme-id count of each front run, in order with the chunks."""
+
+    def __init__(self, session, events: list[object]) -> None:  # type: ignore[no-untyped-def]
+        self._session, self._events = session, events
+
+    def run(self, outputs, feeds):  # type: ignore[no-untyped-def]
+        self._events.append(("front", int(feeds["input"].shape[-1])))
+        return self._session.run(outputs, feeds)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._session, name)
+
+
+def test_fast_start_speaks_before_the_whole_sentence_is_encoded(fast_voice: PiperVoice) -> None:
+    n_ids = len(fast_voice.frontend.sentence_ids(LONG)[0])
+    assert n_ids > 96
+    events: list[object] = []
+    session = fast_voice.session
+    fast_voice.session = _Recorder(session, events)
+    try:
+        for chunk in fast_voice.synthesize(LONG, RAW):
+            events.append(("chunk", chunk.audio.size))
+    finally:
+        fast_voice.session = session
+    # The encoder runs on the first 64 ids, audio goes out, and only then on the whole sentence.
+    assert events[0] == ("front", 64)
+    whole_at = events.index(("front", n_ids))
+    assert whole_at > 1 and all(e[0] == "chunk" for e in events[1:whole_at])  # type: ignore[index]
+    assert events.count(("front", 64)) == 1 and events.count(("front", n_ids)) == 1
+
+
+def test_fast_start_continues_exactly_and_joins_without_a_click(fast_voice: PiperVoice) -> None:
+    chunks = list(fast_voice.synthesize(LONG, RAW))
+    whole = next(iter(fast_voice.synthesize(LONG, RAW, stream=False))).audio
+    audio = np.concatenate([c.audio for c in chunks])
+    assert [c.is_last_in_sentence for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    # Durations of the first words may differ by a frame or so; the rest is the whole sentence's.
+    hop = 256
+    assert abs(audio.size - whole.size) <= 16 * hop
+    tail = whole.size // 2  # well after the splice (kept ids < 64 of the sentence's ids)
+    assert _sdr_db(whole[-tail:], audio[-tail:]) >= 30.0
+    own = float(np.max(np.abs(np.diff(whole))))
+    for seam in np.cumsum([c.audio.size for c in chunks])[:-1]:
+        assert float(np.max(np.abs(np.diff(audio[seam - 2 : seam + 2])))) <= own
+
+
+def test_fast_start_leaves_short_and_later_sentences_exact(fast_voice: PiperVoice) -> None:
+    text = f"Mind the gap. {LONG}"  # the long sentence is not the first: no fast start for it
+    streamed = list(fast_voice.synthesize(text, RAW))
+    whole = list(fast_voice.synthesize(text, RAW, stream=False))
+    for sentence in whole:
+        audio = np.concatenate([c.audio for c in streamed if c.sentence_index == sentence.sentence_index])
+        assert audio.shape == sentence.audio.shape
+        assert _sdr_db(sentence.audio, audio) >= 30.0
+
+
+def test_splice_takes_the_head_then_the_whole_sentence_from_the_next_id() -> None:
+    from edgetts.vits_stream import splice_frames
+
+    def labelled(durations: list[int]) -> np.ndarray:  # each frame holds the index of its id
+        return np.repeat(np.arange(len(durations), dtype=np.float32), durations)[np.newaxis, np.newaxis, :]
+
+    prefix_durations = [2, 1, 3, 2, 2, 4]  # the prefix run: ids 0-5
+    whole_durations = [2, 2, 3, 1, 2, 5, 3, 1]  # the whole sentence: other lengths for the same ids
+    keep = 4
+    kept = sum(prefix_durations[:keep])
+    head = {"z": labelled(prefix_durations)[..., :kept], "speaker": np.ones((1, 4, 1), np.float32)}
+    whole = {"z": labelled(whole_durations), "speaker": np.full((1, 4, 1), 2.0, np.float32)}
+    out = splice_frames(head, whole, np.array([[whole_durations]], np.float32), keep)
+    expected = [0, 0, 1, 2, 2, 2, 3, 3] + [4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 7]
+    assert out["z"].reshape(-1).tolist() == expected
+    assert out["speaker"].reshape(-1).tolist() == [2.0] * 4

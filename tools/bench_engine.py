@@ -20,6 +20,10 @@ scales to 0, so audio lengths, and with them time and memory, are the same in
 every run; `voice` uses the voice's noise with onnxruntime seeded per repetition
 (the same seed for every engine in a repetition).
 
+`edgetts_fast` is streaming with the opt-in fast start (`fast_start_ids` 64):
+a long first sentence starts from the encoder run on its first 64 ids, so its
+first words are not exactly whole-sentence output (docs/streaming.md).
+
 Streamed vs whole-sentence total time (issue 4's "within 1.1x") is reported two
 ways: from the `edgetts` and `edgetts_whole` processes, and paired, inside each
 `edgetts` process, which speaks every line both ways, alternating the order
@@ -41,7 +45,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "announcements.txt"
-ENGINES = ("edgetts", "piper", "edgetts_normalized", "edgetts_whole")
+ENGINES = ("edgetts", "piper", "edgetts_normalized", "edgetts_whole", "edgetts_fast")
+FAST_START_IDS = 64
+"""`edgetts_fast`: streaming with the opt-in fast start (StreamingOptions.fast_start_ids)."""
 METRICS = ("load_s", "first_audio_median_s", "first_audio_p95_s", "first_audio_max_s",
            "rtf_median", "peak_rss_mb")
 NEW_METRICS = ("rtf_total", "first_audio_short_s", "first_audio_long60_s", "first_audio_fire_drill_s")
@@ -79,18 +85,20 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 # -- child side -----------------------------------------------------------------
-def _load_edgetts(threads: int, zero_noise: bool, normalize: bool, streaming: bool = True) -> Any:
+def _load_edgetts(threads: int, zero_noise: bool, normalize: bool, streaming: bool = True,
+                  fast_start_ids: int = 0) -> Any:
     from edgetts.engine import SynthesisConfig
     from edgetts.model_cache import default_cache_dir
     from edgetts.onnx_session import RuntimeOptions
-    from edgetts.piper_voice import PiperVoice
+    from edgetts.piper_voice import PiperVoice, StreamingOptions
     from edgetts.textproc import TextOptions
     from edgetts.voices import default_voice_path
 
     # What load_voice("default", threads=..., normalize=...) does, with streaming chosen here.
     voice = PiperVoice.load(
         default_voice_path(), runtime=RuntimeOptions(threads=threads), name="default",
-        text=TextOptions(normalize=normalize), cache_dir=default_cache_dir(), streaming=streaming,
+        text=TextOptions(normalize=normalize), cache_dir=default_cache_dir(),
+        streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
     )
     config = SynthesisConfig(noise_scale=0.0, noise_w=0.0) if zero_noise else SynthesisConfig()
 
@@ -136,7 +144,8 @@ def child(engine: str, threads: int, corpus: Path, noise: str, seed: int) -> dic
         speak = _load_piper(threads, zero)
     else:
         speak = _load_edgetts(threads, zero, normalize=engine == "edgetts_normalized",
-                              streaming=engine != "edgetts_whole")
+                              streaming=engine != "edgetts_whole",
+                              fast_start_ids=FAST_START_IDS if engine == "edgetts_fast" else 0)
     load_s = time.perf_counter() - started
 
     def measure(text: str) -> tuple[float, float, float]:
@@ -242,12 +251,17 @@ def main() -> int:
             print(f"threads={threads} run {rep + 1}/{args.runs} done", file=sys.stderr)
         ours, theirs = summarise(raw["edgetts"]), summarise(raw["piper"])
         whole = summarise(raw["edgetts_whole"])
+        fast = summarise(raw["edgetts_fast"])
         results["threads"][str(threads)] = {
             "edgetts": ours,
             "piper": theirs,
             "ratio": {k: ours[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
             "edgetts_normalized": summarise(raw["edgetts_normalized"]),
             "edgetts_whole": whole,
+            "edgetts_fast": fast,
+            "fast_ratio": {k: fast[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
+            "fast_first_audio_long60_vs_short": fast["first_audio_long60_s"] / fast["first_audio_short_s"],
+            "fast_first_audio_fire_drill_vs_short": fast["first_audio_fire_drill_s"] / fast["first_audio_short_s"],
             # issue 4: streamed vs whole-sentence decoding, and first audio long vs short
             "rtf_streamed_vs_whole": ours["rtf_median"] / whole["rtf_median"],
             "rtf_total_streamed_vs_whole": ours["rtf_total"] / whole["rtf_total"],
@@ -263,19 +277,23 @@ def main() -> int:
     print(f"\ncorpus: {args.corpus} ({args.runs} runs per engine, medians, noise {args.noise}; "
           "ratio = edgetts / piper, both on the same phoneme ids)")
     header = (f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
-              f" {'edgetts+normalize':>18} {'edgetts whole':>14}")
+              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}")
     print(header)
     print("-" * len(header))
     for threads, block in results["threads"].items():
         for metric in (*METRICS, *NEW_METRICS):
             print(f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
                   f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
-                  f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}")
+                  f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
+                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}")
         print(f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
               f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
               f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
               f"{block['first_audio_long60_vs_short']:.2f}, fire drill/3 words "
               f"{block['first_audio_fire_drill_vs_short']:.2f}")
+        print(f"{threads:>7} fast start ({FAST_START_IDS} ids): first audio 60 words/3 words "
+              f"{block['fast_first_audio_long60_vs_short']:.2f}, fire drill/3 words "
+              f"{block['fast_first_audio_fire_drill_vs_short']:.2f}")
         ratios = " ".join(f"{r:.2f}" for r in block["first_audio_per_line_ratio"])
         print(f"{threads:>7} first audio per corpus line, edgetts/piper: {ratios}")
     if args.json:
