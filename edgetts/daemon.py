@@ -282,7 +282,7 @@ class Synthesizer:
         # Told before the clip is handed over, so `fallback` precedes its `started`.
         self._notify(_FallbackUsed(job, reason, detail))
         if not job.take_over(clip.audio, clip.rate, (job.position[0], _FALLBACK_SENTENCE),
-                             before_speech=False):
+                             before_speech=False, times=req.repeat - job.position[0]):
             _LOGGER.debug("fallback for %s came too late", job.token.id)
 
     def _prefetch(self, req: Prefetch) -> None:
@@ -742,8 +742,9 @@ class Daemon:
         if cur.job.speech_fed or cur.job.closed:
             return
         clip = cur.fallback
+        repeat = cur.entry.announcement.repeat
         if cur.job.take_over(clip.audio, clip.rate, (cur.job.position[0], _FALLBACK_SENTENCE),
-                             before_speech=True):
+                             before_speech=True, times=repeat - cur.job.position[0]):
             cur.fallback_done = True
             ann = cur.entry.announcement
             ms = ann.deadline_ms or self.config.fallback.deadline_ms

@@ -49,6 +49,8 @@ _CHECK_TEXT = (
     "Please stand clear of the closing doors. Mind the gap!"
 )
 _FALLBACK_LOGGED: set[str] = set()
+_LONG_FLOW_FRAMES = 512
+"""Fast start: a spliced sentence longer than this (~6 s) gets a short flow run before the whole one."""
 
 
 @dataclass(frozen=True)
@@ -545,9 +547,12 @@ class PiperVoice:
         names = [*split.front_outputs, split.durations]
         whole = dict(zip(names, self._run(self.session, self._feeds(ids, config), names)))
         spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
-        latent = Latent(spliced, flow, split.frame_inputs[0], split.flow_margin, short_first=False)
-        size = windows[-1][1] - windows[-1][0]
-        following = min(options.max_frames, max(size + 1, int(size * options.growth)))
+        # The flow then runs over the whole spliced sentence, once; for a very long one that
+        # would delay the next window past the audio in hand, so a short run with the flow's
+        # full reach (exact) comes first, as for a first window.
+        frames = max(v.shape[-1] for v in spliced.values())
+        latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH, short_first=frames > _LONG_FLOW_FRAMES)
+        following = min(options.max_frames, int(options.first_frames * options.growth))
         rest = [(safe + a, safe + b) for a, b in plan_windows(latent.frames - safe, following, options.growth,
                                                              options.max_frames)]
         pieces = decode_windows(self.decode, latent, split.hop, split.margin, rest, 0, joiner)

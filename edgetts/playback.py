@@ -356,18 +356,23 @@ class PlaybackJob:
                 self._closed = True
                 self._pieces.put(_End(reason))
 
-    def take_over(self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool) -> bool:
-        """Play ``audio`` (a fallback clip) and end the job; False if too late.
+    def take_over(
+        self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool, times: int = 1
+    ) -> bool:
+        """Play ``audio`` (a fallback clip) ``times`` times and end the job; False if too late.
 
         ``before_speech``: only while no speech was fed (the deadline); else the
-        clip follows whatever already played (a synthesis error mid-way).
+        clip follows whatever already played (a synthesis error mid-way).  The
+        n-th play has position (``position[0]`` + n, ``position[1]``): the clip
+        stands in for each repetition of the announcement still to come.
         """
         samples = self.converter.resample(audio, rate)
         with self._lock:
             if self._closed or (before_speech and self._speech_fed):
                 return False
             self._closed = self.taken_over = True
-            self._pieces.put((samples, position))
+            for n in range(max(1, times)):
+                self._pieces.put((samples, (position[0] + n, position[1])))
             self._pieces.put(_End())
         return True
 

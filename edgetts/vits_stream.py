@@ -107,7 +107,7 @@ class Latent:
         *,
         short_first: bool = True,
     ) -> None:
-        """``short_first=False``: the flow runs over the whole sentence at the first request."""
+        """``short_first=False``: one flow run over the whole sentence at the first request."""
         self.frames = max(v.shape[-1] for v in front_out.values())
         self._front = front_out
         self._run_flow = run_flow

@@ -252,3 +252,14 @@ def test_slow_voice_misses_the_deadline_fallback_clip_in_time(rig_factory, test_
     rig.probe.wait_event("s2", "finished", 30)
     assert rig.probe.events_of("s2") == ["queued", "started", "finished"]
     assert rig.capture.pcm().size > fire.size and find(rig.capture.pcm(), fire, fire.size) < 0
+    # With `repeat`, the clip stands in for every repetition, not just the first.
+    before = rig.capture.pcm().size
+    rig.probe.publish({"id": "s3", "text": "Fire drill now.", "repeat": 2})
+    assert rig.probe.wait_event("s3", "fallback")["reason"] == "deadline"
+    rig.probe.wait_event("s3", "finished", 30)
+    time.sleep(2.5)  # the late speech never follows the clips
+    pcm = rig.capture.pcm()
+    core = fire[FADE:-FADE]
+    first = find(pcm, core, before)
+    assert first >= 0 and find(pcm, core, first + 1) == first + fire.size
+    assert pcm.size - before == 2 * fire.size

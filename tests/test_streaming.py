@@ -226,3 +226,18 @@ def test_splice_takes_the_head_then_the_whole_sentence_from_the_next_id() -> Non
     expected = [0, 0, 1, 2, 2, 2, 3, 3] + [4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 7]
     assert out["z"].reshape(-1).tolist() == expected
     assert out["speaker"].reshape(-1).tolist() == [2.0] * 4
+
+
+def test_daemon_voice_settings_reach_the_streaming_voice() -> None:
+    # config voice.streaming / voice.fast_start_ids -> the voice the daemon loads
+    from edgetts.config import Config, VoiceModelSettings
+    from edgetts.daemon import load_configured_voice
+
+    text = Config().text_options()
+    fast = load_configured_voice(VoiceModelSettings(threads=1, streaming=True, fast_start_ids=64), text)
+    assert isinstance(fast, PiperVoice) and fast.streaming is not None
+    assert fast.streaming.fast_start_ids == 64
+    exact = load_configured_voice(VoiceModelSettings(threads=1, streaming=True), text)
+    assert isinstance(exact, PiperVoice) and exact.streaming is not None and exact.streaming.fast_start_ids == 0
+    whole = load_configured_voice(VoiceModelSettings(threads=1), text)
+    assert isinstance(whole, PiperVoice) and whole.streaming is None
