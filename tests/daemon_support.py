@@ -410,10 +410,12 @@ class InProcessDaemon:
         from edgetts.daemon import Daemon, DaemonOptions, load_configured_voice
 
         extra: dict[str, Any] = {} if stream_factory is None else {"stream_factory": stream_factory}
+        self.loads: list[tuple[str, Any]] = []
+        """(model, text options) of every voice load, in order."""
         if voices is None:
             extra["voice_loader"] = load_configured_voice
         else:
-            extra["voice_loader"] = self._fake_loader(voices)
+            extra["voice_loader"] = self._fake_loader(voices, self.loads)
         self.daemon = Daemon(load_config(config_path), config_path,
                              DaemonOptions(install_signals=False, notifier=notifier, **extra))
         self.rc: int | None = None
@@ -421,9 +423,10 @@ class InProcessDaemon:
         self.thread.start()
 
     @staticmethod
-    def _fake_loader(voices: dict[str, Any]) -> Callable[[Any, Any, Any], Any]:
+    def _fake_loader(voices: dict[str, Any], loads: list[tuple[str, Any]]) -> Callable[[Any, Any, Any], Any]:
         def loader(settings: Any, text: Any, runtime: Any) -> Any:
             key = settings.model
+            loads.append((key, text))
             if key not in voices:
                 from edgetts.errors import VoiceError
 

@@ -242,6 +242,38 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(rig_factory) -> None:
     rig.probe.wait_event("alt1", "finished")
 
 
+def test_reload_reloads_the_voices_when_and_only_when_their_text_settings_change(rig_factory) -> None:
+    rig = rig_factory(extra="voices:\n  alt:\n    model: alt\n")
+    daemon, loads = rig.daemon.daemon, rig.daemon.loads
+    models = sorted({model for model, _ in loads})
+    assert "alt" in models
+    good = rig.config.read_text()
+
+    def reload(text: str, applied) -> list[tuple[str, object]]:  # type: ignore[no-untyped-def]
+        before = len(loads)
+        rig.config.write_text(text)
+        daemon.request_reload()
+        deadline = time.monotonic() + 10
+        while not applied(daemon.config):
+            assert time.monotonic() < deadline, "reload not applied"
+            time.sleep(0.02)
+        return loads[before:]
+
+    # an audio change keeps the loaded voices
+    audio = good.replace("audio:\n", "audio:\n  lead_in_ms: 50\n")
+    assert reload(audio, lambda c: c.audio.lead_in_ms == 50) == []
+    # a lexicon entry or a reading style lives in every voice's front end: all are reloaded with it
+    lexicon = audio + "lexicon:\n  Gdansk: Gdansk city\n"
+    again = reload(lexicon, lambda c: "Gdansk" in c.lexicon)
+    assert sorted(model for model, _ in again) == models
+    assert all(options.lexicon is not None  # type: ignore[attr-defined]
+               and options.lexicon.apply("to Gdansk")[-1].text.endswith("Gdansk city")  # type: ignore[attr-defined]
+               for _, options in again)
+    again = reload(lexicon + "normalize:\n  time_24h: oh\n", lambda c: c.normalize.time_24h == "oh")
+    assert sorted(model for model, _ in again) == models
+    assert all(options.normalize_options.time_24h == "oh" for _, options in again)  # type: ignore[attr-defined]
+
+
 class FlakyDevice:
     """A real ALSA stream whose opens fail while ``down`` is set (a card that vanished)."""
 
