@@ -401,9 +401,15 @@ class CacheSettings:
     max_mb: float = 200.0
     """Megabytes (10^6 bytes) the folder may hold; least recently used phrases go first; 0 = no cache."""
 
+    min_uses: int = 1
+    """A phrase is written when it is synthesized for the n-th time since the daemon started
+    (1 = at once; 2 spares an SD card the texts that come only once)."""
+
     def validate(self) -> None:
         if self.max_mb < 0:
             raise _FieldError(("max_mb",), "must be >= 0")
+        if not 1 <= self.min_uses <= 100:
+            raise _FieldError(("min_uses",), "must be 1-100")
 
     def resolved_dir(self) -> Path | None:
         """The folder in use, or None when the cache is off."""

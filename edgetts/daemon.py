@@ -1035,7 +1035,7 @@ class Daemon:
             self._degraded.pop("cache", None)
             return None
         try:
-            cache = PhraseCache(directory, int(config.cache.max_mb * 1_000_000))
+            cache = PhraseCache(directory, int(config.cache.max_mb * 1_000_000), config.cache.min_uses)
         except OSError as exc:
             _LOGGER.error("phrase cache %s: %s", directory, exc)
             self._degraded["cache"] = f"phrase cache off: {directory}: {exc.strerror or exc}"

@@ -44,6 +44,8 @@ from .ssml import looks_like_ssml
 _LOGGER = logging.getLogger(__name__)
 
 MAGIC = b"ETPC1\n"
+_SEEN_KEYS = 4096
+"""How many not-yet-written phrases ``min_uses`` counts (least recent forgotten first)."""
 SUFFIX = ".etpc"
 FORMAT_VERSION = 1
 
@@ -192,9 +194,13 @@ def decode(key: str, blob: bytes) -> CachedPhrase:
 class PhraseCache:
     """A folder of entries, bounded in bytes (LRU); safe to share between threads."""
 
-    def __init__(self, directory: str | Path, max_bytes: int) -> None:
+    def __init__(self, directory: str | Path, max_bytes: int, min_uses: int = 1) -> None:
+        """``min_uses``: :meth:`put` writes a phrase at its n-th put for that key in this
+        process (counts of the last ``_SEEN_KEYS`` keys are kept, in memory only)."""
         self.directory = Path(directory)
         self.max_bytes = max_bytes
+        self.min_uses = max(1, min_uses)
+        self._seen: OrderedDict[str, int] = OrderedDict()
         self.stats = CacheStats()
         self._lock = threading.Lock()
         self._index: OrderedDict[str, int] = OrderedDict()  # key -> bytes, least recent first
@@ -261,7 +267,16 @@ class PhraseCache:
         return phrase
 
     def put(self, key: str, sample_rate: int, sentences: list[np.ndarray], text: str = "") -> bool:
-        """Store an entry atomically; False when it alone is larger than the cache."""
+        """Store an entry atomically; False when it alone is larger than the cache, or when
+        it has been put fewer than ``min_uses`` times (not written yet)."""
+        if self.min_uses > 1:
+            with self._lock:
+                uses = self._seen.pop(key, 0) + 1
+                if uses < self.min_uses:
+                    self._seen[key] = uses
+                    while len(self._seen) > _SEEN_KEYS:
+                        self._seen.popitem(last=False)
+                    return False
         blob = encode(key, sample_rate, sentences, text)
         if len(blob) > self.max_bytes:
             return False

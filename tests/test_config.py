@@ -98,6 +98,7 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("fallback:\n  default_clip: \"a\\n\"\n", "F:2 fallback/default_clip:"),
         ("fallback:\n  deadline_ms: 10\n", "F:2 fallback/deadline_ms: must be 50-600000"),
         ("cache:\n  max_mb: -1\n", "F:2 cache/max_mb: must be >= 0"),
+        ("cache:\n  min_uses: 0\n", "F:2 cache/min_uses: must be 1-100"),
         ("loudness:\n  target_dbfs: 3\n", "F:2 loudness/target_dbfs: must be -60 to 0 dBFS"),
         ("voices:\n  fr:\n    modle: x\n", "F:3 voices/fr/modle: unknown key"),
         ("voices:\n  default:\n    model: default\n", "F:2 voices/default: same name as voice/name"),

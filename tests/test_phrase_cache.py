@@ -71,6 +71,18 @@ def test_hit_miss_and_restart(tmp_path: Path) -> None:
     assert not (tmp_path / "c" / ".tmp-crashed").exists()
 
 
+def test_min_uses_writes_a_phrase_only_when_it_comes_again(tmp_path: Path) -> None:
+    cache = PhraseCache(tmp_path / "c", 10_000_000, min_uses=2)
+    once = cache_key("v", "h", "one-off.", SynthesisConfig())
+    twice = cache_key("v", "h", "repeated.", SynthesisConfig())
+    assert not cache.put(once, 22050, sentences(0), "One-off.")
+    assert not cache.put(twice, 22050, sentences(0), "Repeated.")
+    assert list((tmp_path / "c").iterdir()) == [] and cache.stats.writes == 0  # nothing on the card
+    assert cache.put(twice, 22050, sentences(0), "Repeated.")
+    assert [p.name for p in (tmp_path / "c").iterdir()] == [f"{twice}{SUFFIX}"]
+    assert cache.get(twice) is not None and cache.get(once) is None
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "header", "swap", "empty"])
 def test_corrupt_entry_is_detected_and_dropped(tmp_path: Path, damage: str) -> None:
     cache = PhraseCache(tmp_path, 10_000_000)
