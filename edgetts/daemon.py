@@ -335,12 +335,22 @@ class Synthesizer:
 
     @staticmethod
     def _store(req: SynthRequest, pieces: list[tuple[Any, int, int]]) -> None:
+        """Cache one full play: a streaming voice's windows are joined into their sentences."""
         if req.cache is None or req.cache_key is None or not pieces:
             return
         rates = {rate for _a, rate, _s in pieces}
-        if len(rates) != 1 or [s for _a, _r, s in pieces] != list(range(len(pieces))):
+        if len(rates) != 1:
             return
-        req.cache.put(req.cache_key, rates.pop(), [a for a, _r, _s in pieces], req.text)
+        sentences: list[list[np.ndarray]] = []
+        for audio, _rate, index in pieces:
+            if index == len(sentences):
+                sentences.append([audio])
+            elif index == len(sentences) - 1:
+                sentences[-1].append(audio)
+            else:  # sentences out of order: not one play of the text
+                return
+        joined = [parts[0] if len(parts) == 1 else np.concatenate(parts) for parts in sentences]
+        req.cache.put(req.cache_key, rates.pop(), joined, req.text)
 
 
 def _gained(audio: np.ndarray, gain: float) -> np.ndarray:

@@ -21,7 +21,7 @@ from daemon_support import (
     config_yaml,
 )
 
-from edgetts.engine import SynthesisConfig
+from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
 
 FADE = int(22050 * 5 / 1000)
@@ -225,6 +225,37 @@ def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(
     rigs.append(rig2)
     hit2 = rig2.say("c4", text)
     assert hit2["cached"] is True and hit2["latency_ms"] < 100 and voice2.calls.count(text) == 0
+
+
+class WindowedVoice(FakeVoice):
+    """A streaming voice: each sentence comes in three windows (edgetts.vits_stream)."""
+
+    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        for chunk in super().synthesize(text, config):
+            thirds = np.array_split(chunk.audio, 3)
+            for n, part in enumerate(thirds):
+                yield AudioChunk(part, chunk.sample_rate, chunk.sentence_index,
+                                 is_last_in_sentence=n == len(thirds) - 1)
+
+
+@pytest.mark.mqtt
+def test_daemon_caches_a_streaming_voice_by_sentence(
+    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, rigs: list[Rig],
+) -> None:
+    cache_dir = tmp_path / "phrases"
+    voice = WindowedVoice(delay_s=0.1)
+    rig = Rig(mosquitto, alsa_capture, tmp_path, "cache-3", voice, cache_dir)
+    rigs.append(rig)
+    text = "Platform two. Mind the gap."
+    assert "cached" not in rig.say("w1", text)
+    entry = rig.daemon.daemon.cache.get(next(cache_dir.glob(f"*{SUFFIX}")).stem)
+    assert entry is not None and len(entry.sentences) == 2  # windows joined into their sentences
+    hit = rig.say("w2", text)
+    assert hit["cached"] is True and voice.calls.count(text) == 1, hit
+    pcm = rig.capture.pcm()
+    ref = rig.expected(text)
+    at = assert_played(pcm, ref, FADE)
+    assert_played(pcm, ref, FADE, at + ref.size)  # the hit is the same audio
 
 
 def test_unwritable_folder_is_not_fatal(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ In one run it:
     (interleaved, so load from elsewhere on the machine hits both columns alike),
 and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
 
-    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N] [--json out.json]
+    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N] [--streaming [--fast-start-ids N]]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
-          tmp: Path, log_level: str = "warning") -> dict[str, list[float]]:
+          tmp: Path, log_level: str = "warning", voice_extra: str = "") -> dict[str, list[float]]:
     """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
@@ -102,7 +103,7 @@ def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | N
         config = tmp / "edgetts.yaml"
         config.write_text(
             f"device:\n  id: bench\nmqtt:\n  port: {mqtt_port}\n  topic_prefix: bench\n"
-            f"voice:\n  threads: {'null' if threads is None else threads}\n"
+            f"voice:\n  threads: {'null' if threads is None else threads}\n{voice_extra}"
             f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
             f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
         )
@@ -187,17 +188,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="passes over the corpus (default 1)")
     ap.add_argument("--threads", type=int, default=None, help="daemon inference threads")
     ap.add_argument("--mqtt-port", type=int, default=None, help="use a running broker on 127.0.0.1")
+    ap.add_argument("--streaming", action="store_true", help="the daemon with voice.streaming: true")
+    ap.add_argument("--fast-start-ids", type=int, default=0, help="with --streaming: voice.fast_start_ids")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
     args = ap.parse_args(argv)
     lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    voice_extra = ""
+    if args.streaming:
+        voice_extra = f"  streaming: true\n  fast_start_ids: {args.fast_start_ids}\n"
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug")
+        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug", voice_extra)
     else:
         with tempfile.TemporaryDirectory(prefix="edgetts-bench-") as tmp:
-            numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp))
+            numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp), voice_extra=voice_extra)
     rows = {
         "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
         "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
@@ -213,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "corpus": str(args.corpus), "rounds": args.rounds, "cpu_count": os.cpu_count(),
+            "streaming": args.streaming, "fast_start_ids": args.fast_start_ids,
             "summary": rows, **numbers,
         }, indent=2))
     return 0
