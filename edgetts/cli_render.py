@@ -184,7 +184,9 @@ def _load_voice(name: str, config: Config) -> Voice:
     from .voices import load_voice
 
     settings = config.all_voices()[name]
-    return load_voice(settings.model, threads=settings.threads, text=config.text_options())
+    # As the daemon speaks it (phrase_key tells streamed phrases apart).
+    return load_voice(settings.model, threads=settings.threads, text=config.text_options(),
+                      streaming=settings.streaming, fast_start_ids=settings.fast_start_ids)
 
 
 def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_dir: Path | None, *,

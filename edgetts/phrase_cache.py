@@ -123,8 +123,13 @@ def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str,
         spoken = "ssml:" + text  # markup decides what is said: the text itself is the key
     else:
         spoken = normalize(text, config.normalize)
-    extra = json.dumps({"normalize": repr(config.normalize), "lexicon": config.lexicon},
-                       sort_keys=True, ensure_ascii=False)
+    context: dict[str, object] = {"normalize": repr(config.normalize), "lexicon": config.lexicon}
+    voice = config.all_voices().get(voice_name)
+    if voice is not None and voice.streaming:
+        # Streamed audio has a fixed gain per voice (whole sentences: each to full scale) and
+        # fast start changes a long first sentence's first words: not the same phrase.
+        context.update(streaming=True, fast_start_ids=voice.fast_start_ids)
+    extra = json.dumps(context, sort_keys=True, ensure_ascii=False)
     return cache_key(voice_name, voice_digest, spoken, settings, extra)
 
 

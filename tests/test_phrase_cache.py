@@ -50,6 +50,35 @@ def test_key_covers_voice_hash_text_and_settings() -> None:
     assert base not in others and len(others) == 6
 
 
+def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
+    from dataclasses import replace
+
+    from edgetts.config import Config
+    from edgetts.phrase_cache import phrase_key
+
+    whole = Config()
+    streamed = replace(whole, voice=replace(whole.voice, streaming=True))
+    fast = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=64))
+    keys = {phrase_key(c, whole.voice.name, "h1", "Mind the gap.", SynthesisConfig())
+            for c in (whole, streamed, fast)}
+    assert len(keys) == 3
+    # a voice not in the config (none of these settings) keys as whole-sentence
+    assert phrase_key(streamed, "elsewhere", "h1", "Mind the gap.", SynthesisConfig()) == phrase_key(
+        whole, "elsewhere", "h1", "Mind the gap.", SynthesisConfig())
+
+
+def test_render_speaks_as_the_daemon_would(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from edgetts.cli_render import _load_voice
+    from edgetts.config import Config
+
+    config = Config()
+    config = replace(config, voice=replace(config.voice, threads=1, streaming=True, fast_start_ids=64))
+    voice = _load_voice(config.voice.name, config)
+    assert voice.streaming is not None and voice.streaming.fast_start_ids == 64  # type: ignore[attr-defined]
+
+
 def test_hit_miss_and_restart(tmp_path: Path) -> None:
     cache = PhraseCache(tmp_path / "c", 10_000_000)
     key = cache_key("v", "h", "hello.", SynthesisConfig())
