@@ -10,7 +10,7 @@ import json
 import logging
 import time
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -455,10 +455,13 @@ class PiperVoice:
         assert self.split is not None
         names = list(self.split.front_outputs)
         front = dict(zip(names, self._run(self.session, self._feeds(ids, config), names)))
-        run_flow = None
-        if self._flow is not None:
-            run_flow = lambda feeds: self._run(self._flow, feeds)[0]  # noqa: E731
-        return Latent(front, run_flow, self.split.frame_inputs[0], self.split.flow_margin)
+        return Latent(front, self._flow_runner(), self.split.frame_inputs[0], self.split.flow_margin)
+
+    def _flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None:
+        """The split-off flow as a function of its inputs (None: the front ends at the decoder)."""
+        if self._flow is None:
+            return None
+        return lambda feeds: self._run(self._flow, feeds)[0]
 
     def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         """Split voices: raw audio of (a window of) the decoder's inputs."""
@@ -535,8 +538,7 @@ class PiperVoice:
         prefix_frames = max(v.shape[-1] for v in prefix.values())
         head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v
                 for k, v in prefix.items()}
-        run_flow = lambda feeds: self._run(self._flow, feeds)[0]  # noqa: E731
-        flow = run_flow if self._flow is not None else None
+        flow = self._flow_runner()
         joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
         windows = plan_windows(safe, options.first_frames, options.growth, options.max_frames)
         latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
