@@ -13,23 +13,18 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 # Optimised-model cache of this test run only (subprocesses inherit it).
 os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
-sys.path.insert(0, str(ROOT / "tools"))  # generators in tools/ are imported by tests
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the support package
+from support.paths import TOOLS  # noqa: E402
+
+sys.path.insert(0, str(TOOLS))  # generators in tools/ are imported by tests
 # The broker, ALSA capture and notify-socket fixtures, for every test module.
-pytest_plugins = ["daemon_support"]
-
-
-def corpus_lines() -> list[str]:
-    """The project's announcement corpus (seeded from shared/corpus/announcements.txt)."""
-    lines = (DATA / "announcements.txt").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip()]
+pytest_plugins = ["support.broker", "support.alsa", "support.notify", "support.daemon"]
 
 
 @pytest.fixture(scope="session")
 def default_voice():  # type: ignore[no-untyped-def]
     """The real en_US-joe-medium voice on real onnxruntime, with the normaliser on."""
-    from edgetts.voices import load_voice
+    from edgetts.voice.catalog import load_voice
 
     return load_voice("default", threads=2)
 
@@ -37,7 +32,7 @@ def default_voice():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def raw_voice():  # type: ignore[no-untyped-def]
     """The real default voice with the text normaliser off (what piper-tts sees)."""
-    from edgetts.voices import load_voice
+    from edgetts.voice.catalog import load_voice
 
     return load_voice("default", threads=2, normalize=False)
 

@@ -106,15 +106,15 @@ def child_export(cache: Path) -> None:
 
 
 def session(path: Path, threads: int):
-    """Both kinds get the sessions edgetts itself makes (edgetts/onnx_session.py)."""
-    from edgetts.onnx_session import RuntimeOptions, create_session
+    """Both kinds get the sessions edgetts itself makes (edgetts/voice/onnx_session.py)."""
+    from edgetts.voice.onnx_session import RuntimeOptions, create_session
 
     return create_session(path, RuntimeOptions(threads=threads))
 
 
 def block_lm(path: Path, threads: int):
-    from edgetts.ar.kv_cache import KvLayout
-    from edgetts.ar.lm import BlockLm
+    from edgetts.voice.ar.kv_cache import KvLayout
+    from edgetts.voice.ar.lm import BlockLm
 
     layout = KvLayout(SHAPE.num_layers, SHAPE.num_kv_heads, SHAPE.head_dim, BLOCK)
     return BlockLm(session(path, threads), layout, SHAPE.vocab_size, path)
@@ -138,7 +138,7 @@ def empty_past() -> list[np.ndarray]:
 
 # -- (a) cached decoding == full forward -------------------------------------------------
 def check_equality(block_path: Path, naive_path: Path, threads: int) -> dict:
-    from edgetts.ar.kv_cache import BlockPool
+    from edgetts.voice.ar.kv_cache import BlockPool
 
     lm = block_lm(block_path, threads)
     naive = session(naive_path, threads)
@@ -185,7 +185,7 @@ def check_equality(block_path: Path, naive_path: Path, threads: int) -> dict:
 
 # -- (e) first token after a 300-token speaker prompt ----------------------------------
 def first_token(block_path: Path, threads: int, runs: int = 3) -> dict:
-    from edgetts.ar.kv_cache import BlockPool
+    from edgetts.voice.ar.kv_cache import BlockPool
 
     lm = block_lm(block_path, threads)
     rng = np.random.default_rng(2)
@@ -222,7 +222,7 @@ def vm_hwm_kib() -> int:
 
 
 def child_block(path: Path, threads: int) -> dict:
-    from edgetts.ar.kv_cache import BlockPool
+    from edgetts.voice.ar.kv_cache import BlockPool
 
     lm = block_lm(path, threads)
     lo = lm.layout

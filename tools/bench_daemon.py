@@ -4,7 +4,7 @@
 In one run it:
   * starts a private mosquitto on a free 127.0.0.1 port (unless --mqtt-port), with
     `set_tcp_nodelay true` (see docs/daemon.md, Latency),
-  * runs `python -m edgetts.cli_daemon run` (= `edgetts run`) with the real default voice, writing to the
+  * runs `python -m edgetts.cli.daemon run` (= `edgetts run`) with the real default voice, writing to the
     ALSA file plugin (null sink: not paced, so playback never delays the next one),
   * publishes each corpus line (one at a time, after the previous one finished)
     and takes `started.ts` (the wall time the first audio was handed to the
@@ -108,7 +108,7 @@ def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | N
             f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
         )
         env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
-        procs.append(subprocess.Popen([sys.executable, "-m", "edgetts.cli_daemon", "run", "--config", str(config)],
+        procs.append(subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
                                       cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                       stderr=open(tmp / "daemon.log", "wb")))
         events: queue.Queue[dict] = queue.Queue()

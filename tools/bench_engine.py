@@ -88,11 +88,11 @@ def _percentile(values: list[float], q: float) -> float:
 def _load_edgetts(threads: int, zero_noise: bool, normalize: bool, streaming: bool = True,
                   fast_start_ids: int = 0) -> Any:
     from edgetts.engine import SynthesisConfig
-    from edgetts.model_cache import default_cache_dir
-    from edgetts.onnx_session import RuntimeOptions
-    from edgetts.piper_voice import PiperVoice, StreamingOptions
-    from edgetts.textproc import TextOptions
-    from edgetts.voices import default_voice_path
+    from edgetts.text.prepare import TextOptions
+    from edgetts.voice.catalog import default_voice_path
+    from edgetts.voice.model_cache import default_cache_dir
+    from edgetts.voice.onnx_session import RuntimeOptions
+    from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
 
     # What load_voice("default", threads=..., normalize=...) does, with streaming chosen here.
     voice = PiperVoice.load(

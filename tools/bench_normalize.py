@@ -14,8 +14,8 @@ import statistics
 import time
 from pathlib import Path
 
-from edgetts.normalize import normalize
-from edgetts.textproc import prepare
+from edgetts.text.normalize import normalize
+from edgetts.text.prepare import prepare
 
 _EXTRA = [
     "Flight BA 2490 to Lisbon departs at 14:05 from gate 17b, approx. 25 min late.",

@@ -10,9 +10,9 @@
    * ``unpinned, threads=N`` - the pinned thread count, not pinned (isolates
      what pinning adds beyond the thread count);
    * ``pinned`` - ``cpu.inference_cores: auto`` with ``cpu.audio_core`` = the hog's
-     core: :func:`edgetts.topology.resolve_cores` gives the other cores,
-     :func:`edgetts.topology.default_threads` the count, and the synthesis
-     thread is pinned with :func:`edgetts.affinity.pin_current_thread`.
+     core: :func:`edgetts.runtime.topology.resolve_cores` gives the other cores,
+     :func:`edgetts.runtime.topology.default_threads` the count, and the synthesis
+     thread is pinned with :func:`edgetts.runtime.affinity.pin_current_thread`.
    On this 2-core VM: hog on CPU 0, inference on CPU 1, 1 thread.
    With one thread onnxruntime makes no workers, so pinning the calling thread
    is all there is (``load_voice`` builds the session; the workers' pinning for
@@ -31,7 +31,7 @@
    ``mlockall(MCL_CURRENT)``: load time, inference time, VmLck, RssAnon,
    RssFile (each in a fresh child process).
 
-The voice is the real default voice through ``edgetts.voices.load_voice`` and
+The voice is the real default voice through ``edgetts.voice.catalog.load_voice`` and
 its ``synthesize()`` (noise 0, so every run does the same work).
 """
 
@@ -53,10 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from edgetts.affinity import pin_current_thread  # noqa: E402
+from edgetts.daemon.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
 from edgetts.engine import SynthesisConfig  # noqa: E402
-from edgetts.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
-from edgetts.topology import default_threads, detect, resolve_cores  # noqa: E402
+from edgetts.runtime.affinity import pin_current_thread  # noqa: E402
+from edgetts.runtime.topology import default_threads, detect, resolve_cores  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 NOISELESS = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
@@ -100,7 +100,7 @@ def _hog(core: int) -> subprocess.Popen[bytes]:
 
 
 def bench_hog(lines: list[str], rounds: int) -> dict[str, Any]:
-    from edgetts.voices import load_voice
+    from edgetts.voice.catalog import load_voice
 
     topo = detect()
     hog_core = topo.cpus[0]
@@ -174,7 +174,7 @@ def rss_file_kb() -> int:
 
 
 def bench_idle(text: str, idle_s: float, interval_s: float, repeats: int, thrash_s: float = 2.0) -> dict[str, Any]:
-    from edgetts.voices import load_voice
+    from edgetts.voice.catalog import load_voice
 
     topo = detect()
     threads = default_threads(resolve_cores("auto", topo))
@@ -244,7 +244,7 @@ def _memprobe(mode: str) -> None:
     import onnxruntime as ort
 
     from edgetts import memlock
-    from edgetts.voices import default_voice_path
+    from edgetts.voice.catalog import default_voice_path
 
     path = str(default_voice_path())
     t0 = time.perf_counter()
@@ -253,7 +253,7 @@ def _memprobe(mode: str) -> None:
     so.log_severity_level = 3
     weights = memlock.lock_weights(path, so) if mode == "mlock own map" else None
     session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # as edgetts.onnx_session does after every load
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # as edgetts.voice.onnx_session does after every load
     rc = 0
     if mode == "mlockall(MCL_CURRENT)":
         libc = ctypes.CDLL("libc.so.6", use_errno=True)

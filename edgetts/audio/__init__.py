@@ -1,0 +1,1 @@
+"""Audio out: the device format, play-out jobs, the player thread, WAV files, loudness."""

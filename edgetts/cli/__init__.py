@@ -1,0 +1,1 @@
+"""The `edgetts` command line."""

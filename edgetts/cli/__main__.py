@@ -1,0 +1,7 @@
+"""`python -m edgetts.cli.main ...` is `edgetts ...`."""
+
+import sys
+
+from edgetts.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,115 @@
+"""Daemon verbs: `edgetts run`, `edgetts check-config`, `edgetts print-config`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, dump_config, load_config
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the daemon verbs to the `edgetts` parser."""
+    run = subparsers.add_parser("run", help="run the announcer daemon (MQTT in, speakers out)")
+    run.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
+                     help=f"config file (default {DEFAULT_CONFIG_PATH})")
+    run.set_defaults(func=cmd_run)
+
+    check = subparsers.add_parser("check-config", help="validate a daemon config file (exit 0/1)")
+    check.add_argument("file", nargs="?", default=str(DEFAULT_CONFIG_PATH))
+    check.set_defaults(func=cmd_check_config)
+
+    show = subparsers.add_parser("print-config",
+                                 help="print the effective daemon config, defaults included")
+    show.add_argument("file", nargs="?", default=str(DEFAULT_CONFIG_PATH))
+    show.set_defaults(func=cmd_print_config)
+
+    status = subparsers.add_parser(
+        "status", help="print the running daemon's status (from the broker, as the config reaches it)"
+    )
+    status.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
+                        help=f"config file (default {DEFAULT_CONFIG_PATH})")
+    status.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the status")
+    status.set_defaults(func=cmd_status)
+
+
+def _load(path: str) -> Config | None:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for line in exc.problems:
+            print(line, file=sys.stderr)
+        return None
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    if config is None:
+        return 1
+    print(f"{args.file}: ok")
+    return 0
+
+
+def cmd_print_config(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    if config is None:
+        return 1
+    sys.stdout.write(dump_config(config))
+    return 0
+
+
+def configure_logging(level: str) -> None:
+    """journald under systemd (JOURNAL_STREAM is set), stderr otherwise."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler: logging.Handler | None = None
+    if os.environ.get("JOURNAL_STREAM"):
+        try:
+            from systemd.journal import JournalHandler
+
+            handler = JournalHandler(SYSLOG_IDENTIFIER="edgetts")
+        except ImportError:
+            handler = None
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The retained status: state, voice, queue, locked_bytes (VmLck), degraded, keepalive."""
+    import json
+
+    from edgetts.daemon.mqtt import MqttSetupError, read_status
+
+    config = _load(args.config)
+    if config is None:
+        return 1
+    try:
+        status = read_status(config, args.timeout)
+    except MqttSetupError as exc:
+        print(f"edgetts: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(status, indent=2, ensure_ascii=False))
+    return 0 if status.get("state") == "online" else 3
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    if config is None:
+        return 1
+    configure_logging(config.logging.level)
+    from edgetts.daemon.loop import Daemon  # imports paho/pyaudio: only for `run`
+    from edgetts.daemon.mqtt import MqttSetupError
+
+    try:
+        return Daemon(config, args.config).run()
+    except MqttSetupError as exc:
+        print(f"edgetts: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,1 @@
+"""The announcer daemon: MQTT in, queue, play-out; one loop owns the state."""

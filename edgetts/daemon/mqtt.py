@@ -1,0 +1,308 @@
+"""The MQTT adapter: paho-mqtt 2.x in, events and status out.
+
+It only translates.  paho's callbacks hand raw messages to the daemon
+(``on_message`` must only enqueue) and never block the network thread;
+nothing here synthesizes or plays.  Messages are acknowledged by the daemon
+(:meth:`MqttLink.ack`) only after their announcement has ended, on a
+persistent session, so an announcement in progress when the process dies is
+delivered again after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from edgetts.config import Config, MqttSettings
+from edgetts.daemon.messages import Event, Status
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class MqttSetupError(Exception):
+    """The MQTT settings cannot be used (e.g. the password credential is missing); one line."""
+
+
+def resolve_password(settings: MqttSettings, environ: dict[str, str] | None = None) -> str | None:
+    """The broker password from the YAML, a file, or a systemd credential."""
+    env = os.environ if environ is None else environ
+    if settings.password is not None:
+        return settings.password
+    path: Path | None = None
+    if settings.password_file is not None:
+        path = Path(settings.password_file)
+    elif settings.password_credential is not None:
+        creds = env.get("CREDENTIALS_DIRECTORY")
+        if not creds:
+            raise MqttSetupError(
+                f"mqtt/password_credential {settings.password_credential!r}: $CREDENTIALS_DIRECTORY "
+                "is not set (use LoadCredential= in the unit)"
+            )
+        path = Path(creds) / settings.password_credential
+    if path is None:
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MqttSetupError(f"cannot read the MQTT password from {path}: {exc}") from None
+    return lines[0] if lines else ""
+
+
+@dataclass(frozen=True)
+class AckHandle:
+    """What acknowledging one received message needs."""
+
+    mid: int
+    qos: int
+    generation: int
+    """Which paho client received it (a protocol fallback makes a new one)."""
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A message received on an announce topic, not parsed yet."""
+
+    topic: str
+    payload: bytes
+    ack: AckHandle
+    dup: bool
+    received_at: float
+    """Unix seconds."""
+    received_mono: float
+
+
+class MqttLink:
+    """One broker connection: subscribe, receive, acknowledge, publish."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        on_message: Callable[[Inbound], None],
+        on_connection: Callable[[bool, str], None],
+        offline_status: Status,
+    ) -> None:
+        self._config = config
+        self._on_message = on_message
+        self._on_connection = on_connection
+        self._offline = offline_status
+        self._password = resolve_password(config.mqtt)
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._client: mqtt.Client | None = None
+        self._use_v5 = config.mqtt.protocol in ("auto", "5")
+        self.connected = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Connect in the background (retrying with capped back-off until stop())."""
+        with self._lock:
+            self._generation += 1
+            self._client = self._make_client(self._generation)
+            client = self._client
+        m = self._config.mqtt
+        props = None
+        kwargs = {}
+        if self._use_v5:
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = m.session_expiry_s
+            kwargs["clean_start"] = False
+        _LOGGER.info(
+            "MQTT connecting to %s:%d as %s (MQTT %s)", m.host, m.port, self._config.client_id,
+            "5" if self._use_v5 else "3.1.1",
+        )
+        client.connect_async(m.host, m.port, keepalive=m.keepalive_s, properties=props, **kwargs)
+        client.loop_start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Publish `offline` (retained), then disconnect cleanly."""
+        client = self._client
+        if client is None:
+            return
+        if self.connected:
+            info = client.publish(
+                self._config.status_topic, self._offline.to_payload(), qos=1, retain=True
+            )
+            try:
+                info.wait_for_publish(timeout)
+            except (RuntimeError, ValueError) as exc:
+                _LOGGER.warning("offline status not confirmed: %s", exc)
+        client.disconnect()
+        client.loop_stop()
+        self._client = None
+
+    def _make_client(self, generation: int) -> mqtt.Client:
+        cfg, m = self._config, self._config.mqtt
+        if self._use_v5:
+            client = mqtt.Client(
+                CallbackAPIVersion.VERSION2, client_id=cfg.client_id,
+                protocol=MQTTProtocolVersion.MQTTv5, manual_ack=True,
+            )
+        else:
+            client = mqtt.Client(
+                CallbackAPIVersion.VERSION2, client_id=cfg.client_id, clean_session=False,
+                protocol=MQTTProtocolVersion.MQTTv311, manual_ack=True,
+            )
+        client.enable_logger(logging.getLogger(__name__ + ".paho"))
+        client.reconnect_delay_set(
+            max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s)))
+        )
+        client.max_queued_messages_set(1000)
+        _apply_security(client, m, self._password)
+        client.will_set(cfg.status_topic, self._offline.to_payload(), qos=1, retain=True)
+        # Set before connecting: a persistent session's queued messages arrive right
+        # after CONNACK, before any subscribe() (system recipe §1).
+        client.on_message = lambda c, u, msg: self._handle_message(generation, msg)
+        client.on_connect = lambda c, u, flags, rc, props: self._handle_connect(generation, c, flags, rc)
+        client.on_disconnect = lambda c, u, flags, rc, props: self._handle_disconnect(generation, rc)
+        client.on_socket_open = lambda c, u, sock: _send_small_packets_now(sock)
+        return client
+
+    # ------------------------------------------------------- paho's thread
+    def _handle_message(self, generation: int, msg: mqtt.MQTTMessage) -> None:
+        now, mono = time.time(), time.monotonic()
+        try:
+            self._on_message(
+                Inbound(
+                    topic=msg.topic, payload=bytes(msg.payload),
+                    ack=AckHandle(msg.mid, msg.qos, generation), dup=bool(msg.dup),
+                    received_at=now, received_mono=mono,
+                )
+            )
+        except Exception:  # never let an exception kill paho's network thread
+            _LOGGER.exception("dropping a message on %s", msg.topic)
+
+    def _handle_connect(self, generation: int, client: mqtt.Client, flags: object, rc: object) -> None:
+        if getattr(rc, "is_failure", False):
+            reason = str(rc)
+            if self._config.mqtt.protocol == "auto" and self._use_v5 and _is_unsupported_protocol(rc):
+                _LOGGER.warning("broker refused MQTT 5 (%s); falling back to 3.1.1", reason)
+                threading.Thread(target=self._fallback, name="edgetts-mqtt-fallback", daemon=True).start()
+                return
+            _LOGGER.error("MQTT connection refused: %s", reason)
+            self._on_connection(False, f"connection refused: {reason}")
+            return
+        self.connected = True
+        topics = [(t, 1) for t in self._config.announce_topics]
+        client.subscribe(topics)
+        session = getattr(flags, "session_present", False)
+        _LOGGER.info("MQTT connected (session present: %s); subscribed to %s", session,
+                     ", ".join(t for t, _ in topics))
+        self._on_connection(True, "connected")
+
+    def _handle_disconnect(self, generation: int, rc: object) -> None:
+        if generation != self._generation:
+            return
+        was = self.connected
+        self.connected = False
+        if was:
+            _LOGGER.warning("MQTT disconnected: %s", rc)
+            self._on_connection(False, f"disconnected: {rc}")
+
+    def _fallback(self) -> None:
+        client = self._client
+        if client is not None:
+            client.disconnect()
+            client.loop_stop()
+        self._use_v5 = False
+        self.start()
+
+    # ------------------------------------------------------- any thread
+    def ack(self, handle: AckHandle) -> None:
+        """Acknowledge a message whose announcement has ended (thread-safe in paho)."""
+        client = self._client
+        if client is None or handle.generation != self._generation or handle.qos == 0:
+            return
+        rc = client.ack(handle.mid, handle.qos)
+        if rc != mqtt.MQTT_ERR_SUCCESS:
+            # Not connected: the broker redelivers it and the dedup table drops it.
+            _LOGGER.debug("ack of mid %d not sent: %s", handle.mid, rc)
+
+    def publish_event(self, event: Event) -> None:
+        self._publish(self._config.events_topic, event.to_payload(), retain=False)
+
+    def publish_status(self, status: Status) -> None:
+        self._publish(self._config.status_topic, status.to_payload(), retain=True)
+
+    def _publish(self, topic: str, payload: bytes, *, retain: bool) -> None:
+        client = self._client
+        if client is None:
+            return
+        info = client.publish(topic, payload, qos=1, retain=retain)
+        if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+            _LOGGER.warning("publish to %s failed: %s", topic, mqtt.error_string(info.rc))
+
+
+def _is_unsupported_protocol(rc: object) -> bool:
+    value = getattr(rc, "value", rc)
+    # MQTT 5 reason code 0x84; a 3.1.1-only broker answers CONNACK return code 1.
+    return value in (0x84, 1)
+
+
+def _send_small_packets_now(sock: Any) -> None:
+    """TCP_NODELAY: without it Nagle's algorithm holds an event or an ack ~40 ms
+    (measured with tools/bench_daemon.py); MQTT packets are small and urgent."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError) as exc:  # a websocket wrapper or a closed socket
+        _LOGGER.debug("cannot set TCP_NODELAY: %s", exc)
+
+
+def _apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) -> None:
+    """User name/password and TLS (mutual TLS with a client certificate) from the config."""
+    if m.username is not None:
+        client.username_pw_set(m.username, password)
+    if m.tls.enabled:
+        client.tls_set(
+            ca_certs=m.tls.ca_file, certfile=m.tls.cert_file, keyfile=m.tls.key_file,
+            cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT,
+        )
+        client.tls_insecure_set(m.tls.insecure)
+
+
+def read_status(config: Config, timeout: float = 5.0) -> dict[str, Any]:
+    """The daemon's retained status, read from the broker as `edgetts status` shows it.
+
+    Raises :class:`MqttSetupError` when the broker cannot be reached or no status
+    arrives within ``timeout`` seconds.
+    """
+    m = config.mqtt
+    got: queue.Queue[bytes] = queue.Queue()
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-status-{os.getpid()}")
+    _apply_security(client, m, resolve_password(m))
+    client.on_connect = lambda c, u, flags, rc, props: c.subscribe(config.status_topic, qos=1)
+    client.on_message = lambda c, u, msg: got.put(bytes(msg.payload))
+    try:
+        client.connect(m.host, m.port, keepalive=10)
+    except (OSError, ssl.SSLError) as exc:
+        raise MqttSetupError(f"cannot reach the broker at {m.host}:{m.port}: {exc}") from None
+    client.loop_start()
+    try:
+        payload = got.get(timeout=timeout)
+    except queue.Empty:
+        raise MqttSetupError(
+            f"no status on {config.status_topic} within {timeout:g} s (is edgetts running?)"
+        ) from None
+    finally:
+        client.disconnect()
+        client.loop_stop()
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise MqttSetupError(f"the status on {config.status_topic} is not JSON: {exc}") from None
+    return dict(data)

@@ -1,0 +1,154 @@
+"""Which announcement plays next: priority order, FIFO within a priority.
+
+Bounded, expiring, deduplicating by id.  Pure data structure: no threads, no
+clock of its own (every call takes ``now``, Unix seconds), so the daemon's one
+loop owns it and tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgetts.daemon.messages import Announcement
+
+
+@dataclass(eq=False)
+class Entry:
+    """An accepted announcement and what the daemon needs to finish it."""
+
+    announcement: Announcement
+    received_at: float
+    """Unix seconds of receipt."""
+
+    expires_at: float | None
+    """Unix seconds after which it must not start (ttl, expires_at or the default TTL)."""
+
+    acks: list[Any] = field(default_factory=list)
+    """Opaque handles the transport needs to acknowledge the message(s) once it has ended."""
+
+    received_mono: float = 0.0
+    """time.monotonic() at receipt, for latency."""
+
+    resume_sentence: int = 0
+    """First sentence to play (after a preemption)."""
+
+    repeats_done: int = 0
+    """Complete plays so far (of `repeat`)."""
+
+    seq: int = field(default=-1)
+    """Arrival order, set by the scheduler."""
+
+    @property
+    def id(self) -> str:
+        return self.announcement.id
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.announcement.rank, self.seq)
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The outcome of :meth:`Scheduler.offer`."""
+
+    accepted: bool
+    duplicate: bool = False
+    reason: str | None = None
+    displaced: Entry | None = None
+    """A queued lower-priority entry dropped to make room (reject it with `reason`)."""
+
+
+class Scheduler:
+    """Priority queue of :class:`Entry`, FIFO per priority, bounded, deduplicating."""
+
+    def __init__(self, max_length: int, dedup_window_s: float) -> None:
+        self.max_length = max_length
+        self.dedup_window_s = dedup_window_s
+        self._queue: list[Entry] = []  # sorted by Entry.key
+        self._seq = itertools.count()
+        self._active: set[str] = set()  # ids queued or playing
+        self._done: dict[str, float] = {}  # id -> Unix seconds it ended
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._queue))
+
+    def reconfigure(self, max_length: int, dedup_window_s: float) -> None:
+        """New limits; entries already queued stay even if over the new bound."""
+        self.max_length = max_length
+        self.dedup_window_s = dedup_window_s
+
+    def is_duplicate(self, ident: str, now: float) -> bool:
+        self._forget(now)
+        return ident in self._active or ident in self._done
+
+    def offer(self, entry: Entry, now: float) -> Admission:
+        """Queue ``entry`` unless it is a duplicate or there is no room for it."""
+        if self.is_duplicate(entry.id, now):
+            return Admission(False, duplicate=True, reason="duplicate id")
+        displaced = None
+        if len(self._queue) >= self.max_length:
+            lowest = self._queue[-1]
+            if lowest.announcement.rank <= entry.announcement.rank:
+                return Admission(False, reason=f"queue full ({len(self._queue)} waiting)")
+            # A more urgent announcement displaces the newest of the least urgent ones.
+            displaced = self._queue.pop()
+            self._active.discard(displaced.id)
+        entry.seq = next(self._seq)
+        bisect.insort(self._queue, entry, key=lambda e: e.key)
+        self._active.add(entry.id)
+        return Admission(True, displaced=displaced)
+
+    def requeue(self, entry: Entry) -> None:
+        """Put back an interrupted entry: it keeps its place (its arrival order)."""
+        bisect.insort(self._queue, entry, key=lambda e: e.key)
+        self._active.add(entry.id)
+
+    def peek(self) -> Entry | None:
+        return self._queue[0] if self._queue else None
+
+    def pop(self) -> Entry | None:
+        """The most urgent entry (call :meth:`expire` first); it stays a known id."""
+        return self._queue.pop(0) if self._queue else None
+
+    def expire(self, now: float) -> list[Entry]:
+        """Remove and return the entries that expired by ``now``."""
+        gone = [e for e in self._queue if e.expired(now)]
+        if gone:
+            self._queue = [e for e in self._queue if not e.expired(now)]
+            for entry in gone:
+                self.ended(entry.id, now)
+        return gone
+
+    def next_expiry(self) -> float | None:
+        times = [e.expires_at for e in self._queue if e.expires_at is not None]
+        return min(times) if times else None
+
+    def ended(self, ident: str, now: float, *, remember: bool = True) -> None:
+        """``ident`` is no longer queued or playing.
+
+        ``remember``: it was played (or expired/dropped on purpose), so a duplicate
+        within the dedup window is ignored; False (it failed) lets a retry through.
+        """
+        self._active.discard(ident)
+        if remember and self.dedup_window_s > 0:
+            self._done[ident] = now
+
+    def drain(self) -> list[Entry]:
+        """Remove and return every queued entry."""
+        out, self._queue = self._queue, []
+        return out
+
+    def _forget(self, now: float) -> None:
+        horizon = now - self.dedup_window_s
+        if self._done and next(iter(self._done.values())) < horizon:
+            self._done = {k: t for k, t in self._done.items() if t >= horizon}

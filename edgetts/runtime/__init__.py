@@ -1,0 +1,1 @@
+"""The edge runtime: CPU topology, pinning, NUMA, locked memory."""

@@ -1,0 +1,1 @@
+"""Text in: SSML, lexicon, the normaliser, and the segments a voice speaks."""

@@ -1,0 +1,1 @@
+"""Voices: the ONNX sessions, Piper (VITS) and autoregressive models behind engine.Voice."""

@@ -1,0 +1,201 @@
+"""The one place that builds onnxruntime sessions.
+
+Every model edgetts runs (Piper voices, the autoregressive LM and decoder)
+gets its ``SessionOptions`` here, so thread counts, spinning, graph
+optimisation and, later, core pinning are decided once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import cast
+
+import onnxruntime as ort
+
+from edgetts.errors import VoiceError
+from edgetts.runtime.affinity import apply_to_session_options
+from edgetts.runtime.memlock import LockedWeights, lock_weights
+from edgetts.voice.model_cache import cache_key, prepare_dir, stale_entries
+
+_LOGGER = logging.getLogger(__name__)
+
+# onnxruntime writes a telemetry id under $HOME, which a hardened unit
+# (ProtectHome=yes) forbids; it also has nothing to report to offline.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+_OPT_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How onnxruntime runs a model."""
+
+    threads: int | None = None
+    """Intra-op threads; ``None`` = one per CPU core this process may use."""
+
+    spinning: bool = True
+    """Let worker threads spin between the operators of one run (no futex wake-up per operator:
+    first audio at 2 threads ~15 % sooner here).  They stop spinning as soon as the run returns
+    (``session.force_spinning_stop``), so an idle board burns nothing: without that, spinning
+    cost 97 % of a core between requests here (tests/test_piper_voice.py checks the idle cost)."""
+
+    optimization: str = "all"
+    """Graph optimisation level: disable | basic | extended | all."""
+
+    memory_arena: bool = True
+    """onnxruntime's CPU arena: it grows to the largest shapes seen and never shrinks.
+    Off, activations go back to malloc after each run (see docs/streaming.md for what it saves)."""
+
+    memory_pattern: bool = False
+    """onnxruntime's memory patterns: one planned block per input shape seen, kept.  Off: with a
+    new shape at nearly every sentence the patterns only cost memory (whole-sentence peak RSS
+    over three passes of the corpus 373 MB on, 252 MB off; streaming 210 -> 187 MB) and saved
+    no time here (docs/streaming.md)."""
+
+    cores: tuple[int, ...] | None = None
+    """CPUs (0-based) the intra-op worker threads are pinned to (cpu.inference_cores);
+    None = not pinned.  The calling thread pins itself (edgetts.runtime.cpu_plan)."""
+
+    lock: bool = False
+    """Map the weights read-only and shared, mlock them and hand them to onnxruntime
+    without a copy (memory.lock; edgetts.runtime.memlock).  A refused lock is logged, not fatal."""
+
+    def resolved_threads(self) -> int:
+        """The thread count actually used."""
+        if self.threads is not None:
+            return self.threads
+        return max(1, len(os.sched_getaffinity(0)))
+
+
+def session_options(options: RuntimeOptions) -> ort.SessionOptions:
+    """``SessionOptions`` for one model run by edgetts."""
+    if options.optimization not in _OPT_LEVELS:
+        raise ValueError(
+            f"optimization must be one of {', '.join(_OPT_LEVELS)}, not {options.optimization!r}"
+        )
+    threads = options.resolved_threads()
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, not {threads}")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = _OPT_LEVELS[options.optimization]
+    spin = "1" if options.spinning else "0"
+    so.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    so.add_session_config_entry("session.inter_op.allow_spinning", spin)
+    so.add_session_config_entry("session.force_spinning_stop", "1")
+    so.enable_cpu_mem_arena = options.memory_arena
+    so.enable_mem_pattern = options.memory_pattern
+    if options.cores:
+        apply_to_session_options(so, options.cores, threads)
+    so.log_severity_level = 3  # errors only: warnings about unused initialisers are noise here
+    return so
+
+
+def _new_session(source: str | bytes, so: ort.SessionOptions, lock: bool = False) -> ort.InferenceSession:
+    weights = lock_weights(source, so) if lock and isinstance(source, str) else None
+    session = ort.InferenceSession(source, sess_options=so, providers=["CPUExecutionProvider"])
+    if weights is not None:
+        # The maps and OrtValues must live as long as the session (else onnxruntime
+        # reads freed memory): they travel with it.
+        session.edgetts_locked_weights = weights
+    _return_free_heap()
+    return session
+
+
+def locked_weights(session: ort.InferenceSession) -> LockedWeights | None:
+    """The weights :func:`create_session` locked for ``session``, if any."""
+    return getattr(session, "edgetts_locked_weights", None)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+    return cast("Callable[[int], int] | None", trim)
+
+
+def _return_free_heap() -> None:
+    """Give the heap freed after parsing a model back to the OS.
+
+    Parsing the protobuf leaves several MB of free heap that glibc keeps; every
+    later allocation (a sentence's activations) then stacks on top of it.
+    Measured on the joe voice: RSS after load 138.6 -> 132.1 MB, peak over the
+    corpus 276.3 -> 274.9 MB.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.InferenceSession:
+    """Load the optimised form of ``model`` from ``cache_dir``, making it on first use."""
+    cached = cache_dir / cache_key(model, ort.__version__, options.optimization)
+    if cached.is_file():
+        so = session_options(replace(options, optimization="disable"))
+        try:
+            return _new_session(str(cached), so, lock=options.lock)
+        except Exception as err:  # a torn or stale cache entry: rebuild it below
+            _LOGGER.warning("dropping unusable optimised model %s: %s", cached, err)
+            cached.unlink(missing_ok=True)
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
+    so = session_options(options)
+    so.optimized_model_filepath = str(partial)
+    session = _new_session(str(model), so)
+    try:
+        partial.replace(cached)  # atomic: another process never sees half a file
+    except OSError as err:
+        _LOGGER.debug("could not store optimised model %s: %s", cached, err)
+        partial.unlink(missing_ok=True)
+    for stale in stale_entries(cache_dir, model, cached.name):
+        stale.unlink(missing_ok=True)
+    if options.lock and cached.is_file():
+        # Locked weights must be the ones of the file onnxruntime loads (names and
+        # layout of the optimised graph): load the entry just written, locked.
+        del session
+        return _new_session(str(cached), session_options(replace(options, optimization="disable")), lock=True)
+    return session
+
+
+def create_session(
+    model: Path | bytes,
+    options: RuntimeOptions,
+    *,
+    cache_dir: Path | None = None,
+) -> ort.InferenceSession:
+    """Load an ONNX model on the CPU; any failure becomes a one-line :class:`VoiceError`.
+
+    With ``cache_dir`` (a writable directory), the graph-optimised model is
+    kept there and later loads skip the optimisation (see :mod:`.model_cache`).
+    """
+    what = str(model) if isinstance(model, Path) else "model bytes"
+    try:
+        if isinstance(model, Path) and not model.is_file():
+            raise FileNotFoundError(str(model))
+        if isinstance(model, Path) and options.optimization != "disable":
+            usable = prepare_dir(cache_dir)
+            if usable is not None:
+                return _load_cached(model, options, usable)
+        source: str | bytes = str(model) if isinstance(model, Path) else model
+        return _new_session(source, session_options(options), lock=options.lock)
+    except FileNotFoundError as err:
+        raise VoiceError(f"voice model not found: {what}") from err
+    except Exception as err:  # onnxruntime raises its own types for corrupt models
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise VoiceError(f"cannot load voice model {what}: {first_line}") from err

@@ -1,0 +1,1 @@
+"""Piper (VITS) voices: phonemes -> ids -> audio, whole sentences or streamed."""

@@ -1,0 +1,221 @@
+"""espeak-ng phonemization, producing what a Piper voice was trained on.
+
+The library is libespeak-ng 1.52 shipped in the ``espeakng-loader`` wheel
+(x86_64 and aarch64), driven through ctypes, so no system espeak-ng or
+compiler is needed on a board.
+
+Two details make the output match piper-tts 1.8.0 (which links its own
+espeak-ng build) phoneme for phoneme:
+
+* Clause terminators.  piper asks espeak-ng for the punctuation that ended each
+  clause (a function only its fork exports) and appends it to the phonemes; a
+  sentence ends at ``.``, ``?``, ``!`` or the end of the text.  The stock
+  library only advances a text pointer, so the terminator is read from the
+  text that clause consumed (see :func:`_clause_terminator`).
+* The English linking glide.  espeak-ng writes the phoneme ``;`` between a
+  final ``i``/``iː`` and a following vowel ("the alarm").  Newer espeak-ng
+  (piper's) writes it as ``ʲ`` in IPA; 1.52.0 writes nothing.  We phonemize
+  twice, IPA and espeak's own mnemonics, with a separator between phonemes, and
+  put ``ʲ`` where the mnemonic pass shows ``;`` and the IPA pass has nothing.
+
+espeak-ng is a process-wide C library with global state, so every call holds
+one lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgetts.errors import PhonemizerError
+
+_LOGGER = logging.getLogger(__name__)
+
+_AUDIO_OUTPUT_SYNCHRONOUS = 0x02
+_CHARS_AUTO = 0  # what piper-tts passes: UTF-8, detected
+_PHONEMES_IPA = 0x02
+# Bits 8-23 of the phoneme mode hold a separator written between phonemes.
+_SEPARATOR = "\x7f"  # DEL: never part of espeak-ng's IPA or mnemonic output
+_SEPARATED = ord(_SEPARATOR) << 8
+_LINK_MNEMONIC = ";"
+_LINK_IPA = "ʲ"
+
+_SENTENCE_END = frozenset(".?!")
+_MARKS = ".?!,:;\u2026"
+# Closing quotes and brackets may follow a clause's punctuation: `he said "go."`
+_CLOSERS = "\"')]}»”’›"
+_LANG_SWITCH = re.compile(r"\([^)]+\)")
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause as espeak-ng saw it."""
+
+    phonemes: str
+    """IPA phonemes of the clause's words (no punctuation)."""
+
+    terminator: str
+    """The punctuation that ended it: one of ``. ? ! , : ;`` or ``""``."""
+
+    ends_sentence: bool
+    """True when a sentence ends after this clause."""
+
+
+class _Espeak:
+    """The loaded libespeak-ng: one per process, used under ``lock``."""
+
+    lock = threading.Lock()
+    _instance: _Espeak | None = None
+
+    def __init__(self, library_path: str, data_parent: str) -> None:
+        try:
+            lib = ctypes.CDLL(library_path)
+        except OSError as err:
+            raise PhonemizerError(f"cannot load espeak-ng library {library_path}: {err}") from err
+        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.espeak_Initialize.restype = ctypes.c_int
+        lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        lib.espeak_SetVoiceByName.restype = ctypes.c_int
+        lib.espeak_TextToPhonemes.argtypes = [
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_int,
+            ctypes.c_int,
+        ]
+        lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
+        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data_parent.encode(), 0)
+        if rate <= 0:
+            raise PhonemizerError(f"espeak-ng failed to initialise with data in {data_parent}")
+        self._lib = lib
+        self._voice: str | None = None
+
+    @classmethod
+    def get(cls) -> _Espeak:
+        """The process's espeak-ng, loaded on first use (call with ``lock`` held)."""
+        if cls._instance is None:
+            try:
+                import espeakng_loader
+            except ImportError as err:  # pragma: no cover - a broken install
+                raise PhonemizerError(
+                    "the espeakng-loader package is missing: pip install espeakng-loader"
+                ) from err
+            data = Path(espeakng_loader.get_data_path())
+            cls._instance = cls(espeakng_loader.get_library_path(), str(data.parent))
+        return cls._instance
+
+    def set_voice(self, voice: str) -> None:
+        if voice != self._voice:
+            if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                raise PhonemizerError(f"espeak-ng has no voice named {voice!r}")
+            self._voice = voice
+
+    def clauses(self, text: str, mode: int) -> list[tuple[str, str]]:
+        """(phonemes, text consumed) for each clause of ``text``."""
+        raw = text.encode("utf-8") + b"\0"
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        base = ctypes.addressof(buf)
+        pointer = ctypes.c_void_p(base)
+        out: list[tuple[str, str]] = []
+        while pointer.value:
+            start = pointer.value - base
+            result = self._lib.espeak_TextToPhonemes(ctypes.byref(pointer), _CHARS_AUTO, mode)
+            end = pointer.value - base if pointer.value else len(raw) - 1
+            phonemes = result.decode("utf-8", errors="replace") if result else ""
+            out.append((phonemes, raw[start:end].decode("utf-8", errors="replace")))
+        return out
+
+
+def _clause_terminator(consumed: str, is_last: bool) -> tuple[str, bool]:
+    """The punctuation that ended a clause, and whether it ended a sentence.
+
+    espeak-ng reads one character past a clause before it returns, so every
+    clause but the last has consumed the first character of the next one.
+    In a run of marks the first one counts ("What?!" is a question), and an
+    ellipsis is a pause inside the sentence that piper-tts writes as nothing.
+    """
+    if not is_last and consumed:
+        consumed = consumed[:-1]
+    tail = consumed.rstrip().rstrip(_CLOSERS).rstrip()
+    marks = tail[len(tail.rstrip(_MARKS)) :]
+    if "..." in marks or "\u2026" in marks:
+        return "", is_last
+    if marks:
+        return marks[0], is_last or marks[0] in _SENTENCE_END
+    # A blank line is a paragraph end: a sentence end with no punctuation.
+    paragraph = "\n\n" in consumed[len(tail) :].replace("\r", "")
+    return "", is_last or paragraph
+
+
+def _with_link_glides(ipa: str, mnemonic: str) -> str:
+    """Join separated IPA phonemes, writing ``ʲ`` where the mnemonics have ``;``."""
+    ipa_words = ipa.split(" ")
+    mnemonic_words = mnemonic.split(" ")
+    if len(ipa_words) != len(mnemonic_words):
+        _LOGGER.debug("glide alignment failed (words): %r / %r", ipa, mnemonic)
+        return ipa.replace(_SEPARATOR, "")
+    words: list[str] = []
+    for ipa_word, mnemonic_word in zip(ipa_words, mnemonic_words):
+        ipa_phones = ipa_word.split(_SEPARATOR)
+        mnemonic_phones = mnemonic_word.split(_SEPARATOR)
+        if len(ipa_phones) != len(mnemonic_phones):
+            _LOGGER.debug("glide alignment failed (phones): %r / %r", ipa_word, mnemonic_word)
+            words.append("".join(ipa_phones))
+            continue
+        words.append(
+            "".join(
+                _LINK_IPA if (not phone and mnem == _LINK_MNEMONIC) else phone
+                for phone, mnem in zip(ipa_phones, mnemonic_phones)
+            )
+        )
+    return " ".join(words)
+
+
+def phonemize_clauses(text: str, voice: str) -> list[Clause]:
+    """espeak-ng's clauses of ``text`` with IPA phonemes and their terminators."""
+    with _Espeak.lock:
+        espeak = _Espeak.get()
+        espeak.set_voice(voice)
+        ipa = espeak.clauses(text, _PHONEMES_IPA | _SEPARATED)
+        mnemonic = espeak.clauses(text, _SEPARATED)
+    if len(mnemonic) != len(ipa):  # cannot happen for one text; keep the IPA if it does
+        mnemonic = [(p.replace(_SEPARATOR, ""), c) for p, c in ipa]
+    clauses: list[Clause] = []
+    for index, ((ipa_phonemes, consumed), (mnemonic_phonemes, _)) in enumerate(
+        zip(ipa, mnemonic)
+    ):
+        terminator, ends = _clause_terminator(consumed, is_last=index == len(ipa) - 1)
+        clauses.append(
+            Clause(
+                phonemes=_with_link_glides(ipa_phonemes, mnemonic_phonemes),
+                terminator=terminator,
+                ends_sentence=ends,
+            )
+        )
+    return clauses
+
+
+def phonemize(text: str, voice: str) -> list[list[str]]:
+    """Phonemes of ``text`` grouped by sentence, one codepoint per phoneme.
+
+    Each clause's punctuation is kept as a phoneme (the voices were trained with
+    it), followed by a space after ``, : ;``; accents are split into their own
+    codepoints (NFD), and espeak-ng's language-switch flags are dropped.
+    """
+    sentences: list[list[str]] = []
+    current: list[str] = []
+    for clause in phonemize_clauses(text, voice):
+        phonemes = _LANG_SWITCH.sub("", clause.phonemes) + clause.terminator
+        if clause.terminator in (",", ":", ";"):
+            phonemes += " "
+        current.extend(unicodedata.normalize("NFD", phonemes))
+        if clause.ends_sentence:
+            if current:
+                sentences.append(current)
+            current = []
+    if current:
+        sentences.append(current)
+    return sentences

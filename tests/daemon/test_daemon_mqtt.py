@@ -1,0 +1,186 @@
+"""The daemon reaches the broker over every supported kind of connection, and
+its sd_notify messages follow the protocol (in-process daemon, fake voice)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from support.alsa import Capture
+from support.broker import Broker
+from support.daemon import InProcessDaemon, config_yaml
+from support.fakes import FakeVoice
+from support.notify import NotifySocket
+from support.probe import Probe
+
+from edgetts.config import parse_config
+from edgetts.daemon.mqtt import MqttSetupError, resolve_password
+from edgetts.daemon.sdnotify import Notifier
+
+pytestmark = pytest.mark.mqtt
+
+
+def _mqtt(kind: str, b: Broker, tmp: Path) -> tuple[int, str, dict[str, str]]:
+    pw_file = tmp / "pw"
+    pw_file.write_text(b.password + "\n")
+    creds = tmp / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text(b.password)
+    tls = f"tls:\n  enabled: true\n  ca_file: {b.ca}\n"
+    return {
+        "password": (b.port_auth, f"username: {b.user}\npassword: {b.password}\n", {}),
+        "password_file": (b.port_auth, f"username: {b.user}\npassword_file: {pw_file}\n", {}),
+        "credential": (b.port_auth, f"username: {b.user}\npassword_credential: mqtt-password\n",
+                       {"CREDENTIALS_DIRECTORY": str(creds)}),
+        "tls": (b.port_tls, f"username: {b.user}\npassword_file: {pw_file}\n{tls}", {}),
+        "mtls": (b.port_mtls, tls + f"  cert_file: {b.client_cert}\n  key_file: {b.client_key}\n", {}),
+        "v311": (b.port, "protocol: '3.1.1'\n", {}),
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["password", "password_file", "credential", "tls", "mtls", "v311"])
+def test_connects_and_announces(kind: str, mosquitto: Broker, alsa_capture: Capture,
+                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    port, mqtt_extra, env = _mqtt(kind, mosquitto, tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    device = f"conn-{kind.replace('_', '-')}"
+    config = tmp_path / "c.yaml"
+    config.write_text(config_yaml(mosquitto, device, port=port, mqtt_extra=mqtt_extra,
+                                  device_extra="groups: [platform-2]"))
+    probe = Probe(mosquitto, "test", device)  # the probe uses the anonymous listener
+    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    try:
+        probe.wait_status(lambda s: s["state"] == "online", 15)
+        sock = daemon.daemon._link._client.socket()
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        probe.publish({"id": f"{kind}-1", "text": "Hello."})
+        probe.wait_event(f"{kind}-1", "finished")
+        # group and all topics too
+        probe.publish({"id": f"{kind}-all", "text": "Everyone."}, topic="test/all/announce")
+        probe.wait_event(f"{kind}-all", "finished")
+        probe.publish({"id": f"{kind}-grp", "text": "Platform two."}, topic="test/group/platform-2/announce")
+        probe.wait_event(f"{kind}-grp", "finished")
+    finally:
+        assert daemon.stop() == 0
+        probe.close()
+
+
+def test_wrong_password_is_reported_not_fatal(mosquitto: Broker, alsa_capture: Capture,
+                                              tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(config_yaml(mosquitto, "conn-bad", port=mosquitto.port_auth,
+                                  mqtt_extra=f"username: {mosquitto.user}\npassword: wrong\n"))
+    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    try:
+        import time
+
+        deadline = time.monotonic() + 10
+        while "mqtt" not in daemon.daemon._degraded and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "refused" in daemon.daemon._degraded.get("mqtt", ""), daemon.daemon._degraded
+        assert daemon.thread.is_alive()
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_missing_credential_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    cfg = parse_config("mqtt:\n  username: u\n  password_credential: mqtt-password\n")
+    with pytest.raises(MqttSetupError, match=r"CREDENTIALS_DIRECTORY"):
+        resolve_password(cfg.mqtt)
+
+
+def test_sd_notify_ready_watchdog_stopping(mosquitto: Broker, alsa_capture: Capture,
+                                           notify_socket: NotifySocket, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(config_yaml(mosquitto, "notify"))
+    notifier = Notifier({"NOTIFY_SOCKET": str(notify_socket.path), "WATCHDOG_USEC": "400000"})
+    assert notifier.watchdog_s == 0.4
+    daemon = InProcessDaemon(config, {"default": FakeVoice()}, notifier=notifier)
+    notify_socket.collect(lambda m: sum(x == "WATCHDOG=1" for x in m) >= 3, 10)
+    assert daemon.stop() == 0
+    notify_socket.collect(lambda m: any(x.startswith("STOPPING=1") for x in m), 3)
+    msgs = notify_socket.messages
+    ready = next(i for i, m in enumerate(msgs) if m.startswith("READY=1\nSTATUS="))
+    first_wd = msgs.index("WATCHDOG=1")
+    stopping = next(i for i, m in enumerate(msgs) if m.startswith("STOPPING=1"))
+    assert ready < stopping and first_wd < stopping
+    assert Notifier({}).notify("READY=1") is False  # not under systemd: a no-op
+    assert Notifier({"NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "5", "WATCHDOG_PID": "1"}).watchdog_s is None
+
+
+class V311OnlyBroker:
+    """A 127.0.0.1 front for mosquitto that refuses MQTT 5 (CONNACK 0x84, as a
+    3.1.1-only broker would) and relays MQTT 3.1.1 connections to mosquitto."""
+
+    def __init__(self, upstream: int) -> None:
+        import socket
+        import threading
+
+        self.upstream = upstream
+        self.refused = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            head = conn.recv(4096)
+            # CONNECT: 0x10, remaining length (1 byte here), 0x00 0x04 "MQTT", protocol level
+            level = head[2 + head[1:].index(b"MQTT") - 1 + 4] if b"MQTT" in head else 0
+            if level == 5:
+                self.refused += 1
+                conn.sendall(bytes([0x20, 0x03, 0x00, 0x84, 0x00]))
+                conn.close()
+                continue
+            up = socket.create_connection(("127.0.0.1", self.upstream))
+            up.sendall(head)
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:  # type: ignore[no-untyped-def]
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_mqtt5_refused_falls_back_to_311(mosquitto: Broker, alsa_capture: Capture,
+                                         tmp_path: Path) -> None:
+    front = V311OnlyBroker(mosquitto.port)
+    config = tmp_path / "c.yaml"
+    config.write_text(config_yaml(mosquitto, "fallback311", port=front.port))
+    probe = Probe(mosquitto, "test", "fallback311")
+    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    try:
+        probe.wait_status(lambda s: s["state"] == "online", 15)
+        assert front.refused >= 1
+        probe.publish({"id": "fb-1", "text": "Hello."})
+        probe.wait_event("fb-1", "finished")
+    finally:
+        daemon.stop()
+        probe.close()
+        front.close()

@@ -1,0 +1,298 @@
+"""The phrase cache (issue 6): hit, miss, LRU eviction, corruption, restarts, atomic
+writes, the voice hash; then the daemon playing a cached phrase at once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.alsa import Capture
+from support.broker import Broker
+from support.daemon import InProcessDaemon, config_yaml
+from support.fakes import FakeVoice
+from support.pcm import assert_played
+from support.probe import Probe
+
+from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
+from edgetts.engine import AudioChunk, SynthesisConfig
+
+FADE = int(22050 * 5 / 1000)
+
+
+def sentences(seed: int, n: int = 2, size: int = 5000) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-0.9, 0.9, size + 100 * i).astype(np.float32) for i in range(n)]
+
+
+def entry_bytes(cache: PhraseCache, key: str) -> int:
+    return (cache.directory / f"{key}{SUFFIX}").stat().st_size
+
+
+def test_key_covers_voice_hash_text_and_settings() -> None:
+    base = cache_key("default", "h1", "mind the gap.", SynthesisConfig())
+    assert base == cache_key("default", "h1", "mind the gap.", SynthesisConfig())
+    others = {
+        cache_key("other", "h1", "mind the gap.", SynthesisConfig()),
+        cache_key("default", "h2", "mind the gap.", SynthesisConfig()),
+        cache_key("default", "h1", "mind the gap!", SynthesisConfig()),
+        cache_key("default", "h1", "mind the gap.", SynthesisConfig(length_scale=1.1)),
+        cache_key("default", "h1", "mind the gap.", SynthesisConfig(noise_scale=0)),
+        cache_key("default", "h1", "mind the gap.", SynthesisConfig(), extra="lexicon"),
+    }
+    assert base not in others and len(others) == 6
+
+
+def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
+    from dataclasses import replace
+
+    from edgetts.config import Config
+    from edgetts.daemon.phrase_cache import phrase_key
+
+    whole = Config()
+    streamed = replace(whole, voice=replace(whole.voice, streaming=True))
+    fast = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=64))
+    keys = {phrase_key(c, whole.voice.name, "h1", "Mind the gap.", SynthesisConfig())
+            for c in (whole, streamed, fast)}
+    assert len(keys) == 3
+    # a voice not in the config (none of these settings) keys as whole-sentence
+    assert phrase_key(streamed, "elsewhere", "h1", "Mind the gap.", SynthesisConfig()) == phrase_key(
+        whole, "elsewhere", "h1", "Mind the gap.", SynthesisConfig())
+
+
+def test_render_speaks_as_the_daemon_would(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from edgetts.cli.render import _load_voice
+    from edgetts.config import Config
+
+    config = Config()
+    config = replace(config, voice=replace(config.voice, threads=1, streaming=True, fast_start_ids=64))
+    voice = _load_voice(config.voice.name, config)
+    assert voice.streaming is not None and voice.streaming.fast_start_ids == 64  # type: ignore[attr-defined]
+
+
+def test_hit_miss_and_restart(tmp_path: Path) -> None:
+    cache = PhraseCache(tmp_path / "c", 10_000_000)
+    key = cache_key("v", "h", "hello.", SynthesisConfig())
+    assert cache.get(key) is None and cache.stats.misses == 1
+    audio = sentences(1)
+    assert cache.put(key, 22050, audio, "Hello.")
+    got = cache.get(key)
+    assert got is not None and cache.stats.hits == 1
+    assert got.sample_rate == 22050 and len(got.sentences) == 2
+    assert all(np.array_equal(a, b) for a, b in zip(got.sentences, audio, strict=True))  # bit-exact
+    # a new process (a restart) finds it
+    again = PhraseCache(tmp_path / "c", 10_000_000)
+    assert key in again and len(again) == 1
+    assert np.array_equal(again.get(key).sentences[1], audio[1])
+    # no temporary files are left; one written by a crash mid-write is cleaned up at start
+    assert [p.name for p in (tmp_path / "c").iterdir()] == [f"{key}{SUFFIX}"]
+    (tmp_path / "c" / ".tmp-crashed").write_bytes(b"half")
+    PhraseCache(tmp_path / "c", 10_000_000)
+    assert not (tmp_path / "c" / ".tmp-crashed").exists()
+
+
+def test_min_uses_writes_a_phrase_only_when_it_comes_again(tmp_path: Path) -> None:
+    cache = PhraseCache(tmp_path / "c", 10_000_000, min_uses=2)
+    once = cache_key("v", "h", "one-off.", SynthesisConfig())
+    twice = cache_key("v", "h", "repeated.", SynthesisConfig())
+    assert not cache.put(once, 22050, sentences(0), "One-off.")
+    assert not cache.put(twice, 22050, sentences(0), "Repeated.")
+    assert list((tmp_path / "c").iterdir()) == [] and cache.stats.writes == 0  # nothing on the card
+    assert cache.put(twice, 22050, sentences(0), "Repeated.")
+    assert [p.name for p in (tmp_path / "c").iterdir()] == [f"{twice}{SUFFIX}"]
+    assert cache.get(twice) is not None and cache.get(once) is None
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "header", "swap", "empty"])
+def test_corrupt_entry_is_detected_and_dropped(tmp_path: Path, damage: str) -> None:
+    cache = PhraseCache(tmp_path, 10_000_000)
+    key, other = cache_key("v", "h", "a.", SynthesisConfig()), cache_key("v", "h", "b.", SynthesisConfig())
+    cache.put(key, 22050, sentences(2))
+    cache.put(other, 22050, sentences(3))
+    path = tmp_path / f"{key}{SUFFIX}"
+    blob = bytearray(path.read_bytes())
+    if damage == "flip":
+        blob[-1000] ^= 0x40  # one bit of one sample
+    elif damage == "truncate":
+        blob = blob[:-4]
+    elif damage == "header":
+        blob[10] ^= 0xFF
+    elif damage == "swap":  # another entry's content under this key
+        blob = bytearray((tmp_path / f"{other}{SUFFIX}").read_bytes())
+    else:
+        blob = bytearray()
+    path.write_bytes(bytes(blob))
+    assert cache.get(key) is None
+    assert cache.stats.corrupt == 1 and not path.exists() and key not in cache
+    assert cache.get(other) is not None  # the others are untouched
+    # re-synthesized and stored again: a hit from then on
+    cache.put(key, 22050, sentences(2))
+    assert np.array_equal(cache.get(key).sentences[0], sentences(2)[0])
+
+
+def test_lru_eviction_by_size_survives_restart(tmp_path: Path) -> None:
+    keys = [cache_key("v", "h", f"phrase {i}.", SynthesisConfig()) for i in range(4)]
+    probe = PhraseCache(tmp_path / "probe", 10_000_000)
+    probe.put(keys[0], 22050, sentences(0))
+    size = entry_bytes(probe, keys[0])
+    cache = PhraseCache(tmp_path / "c", 2 * size + size // 2)  # room for two entries
+    cache.put(keys[0], 22050, sentences(0))
+    time.sleep(0.01)
+    cache.put(keys[1], 22050, sentences(1))
+    time.sleep(0.01)
+    assert cache.get(keys[0]) is not None  # 0 is now the most recently used
+    time.sleep(0.01)
+    cache.put(keys[2], 22050, sentences(2))
+    assert keys[1] not in cache and keys[0] in cache and keys[2] in cache
+    assert not (tmp_path / "c" / f"{keys[1]}{SUFFIX}").exists()
+    assert cache.stats.evictions == 1 and cache.total_bytes <= cache.max_bytes
+    # after a restart the order comes from the files: 0 was used before 2 was written
+    again = PhraseCache(tmp_path / "c", 2 * size + size // 2)
+    time.sleep(0.01)
+    again.put(keys[3], 22050, sentences(3))
+    assert keys[0] not in again and keys[2] in again and keys[3] in again
+    # a cache made smaller evicts at start; an entry larger than the whole cache is not stored
+    small = PhraseCache(tmp_path / "c", size + 10)
+    assert len(small) == 1 and keys[3] in small
+    assert not small.put(keys[1], 22050, sentences(1, n=4))
+
+
+def test_voice_hash_follows_content_not_place(test_voices: dict[str, Path], tmp_path: Path) -> None:
+    from edgetts.voice.catalog import load_voice
+
+    ok = load_voice(test_voices["ok"], threads=1)
+    copy_dir = tmp_path / "copied"
+    copy_dir.mkdir()
+    for suffix in ("", ".json"):
+        shutil.copy(str(test_voices["ok"]) + suffix, copy_dir / f"test-ok.onnx{suffix}")  # new mtime
+    os.utime(copy_dir / "test-ok.onnx", (1, 1))
+    copied = load_voice(copy_dir / "test-ok.onnx", threads=1)
+    assert voice_hash(ok) == voice_hash(copied)  # render elsewhere, copy to the board: still hits
+    with open(copy_dir / "test-ok.onnx", "ab") as f:
+        f.write(b"\0")  # other content: another voice as far as the cache knows
+    assert voice_hash(copied) != voice_hash(ok)
+    assert voice_hash(FakeVoice("a")) != voice_hash(FakeVoice("b"))
+
+
+# ---------------------------------------------------------------- the daemon
+
+
+class Rig:
+    def __init__(self, broker: Broker, capture: Capture, tmp: Path, device: str, voice: FakeVoice,
+                 cache_dir: Path) -> None:
+        self.capture, self.voice = capture, voice
+        config = tmp / f"{device}.yaml"
+        config.write_text(config_yaml(broker, device, extra=f"cache:\n  dir: {cache_dir}\n  max_mb: 5\n"))
+        self.probe = Probe(broker, "test", device)
+        self.daemon = InProcessDaemon(config, {"default": voice})
+        self.probe.wait_status(lambda s: s["state"] == "online", 15)
+
+    def expected(self, text: str) -> np.ndarray:
+        parts = [self.voice.sentence_audio(i, s) for i, s in enumerate(self.voice.sentences(text))]
+        return np.clip(np.concatenate(parts) * 32767.0, -32767, 32767).astype(np.int16)
+
+    def say(self, ident: str, text: str) -> dict:
+        self.probe.publish({"id": ident, "text": text})
+        self.probe.wait_event(ident, "finished")
+        return self.probe.wait_event(ident, "started")
+
+    def close(self) -> None:
+        self.daemon.stop()
+        self.probe.close()
+
+
+@pytest.fixture()
+def rigs() -> Iterator[list[Rig]]:
+    made: list[Rig] = []
+    yield made
+    for rig in made:
+        rig.close()
+
+
+@pytest.mark.mqtt
+def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(
+    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, rigs: list[Rig],
+) -> None:
+    cache_dir = tmp_path / "phrases"
+    voice = FakeVoice(delay_s=0.3)  # 0.3 s of "inference" per sentence
+    rig = Rig(mosquitto, alsa_capture, tmp_path, "cache-1", voice, cache_dir)
+    rigs.append(rig)
+    text = "The lift is out of order. Please use the stairs."
+    miss = rig.say("c1", text)
+    assert "cached" not in miss and miss["latency_ms"] >= 300
+    assert voice.calls.count(text) == 1 and len(list(cache_dir.glob(f"*{SUFFIX}"))) == 1
+    # the same words (normalised: case and spacing aside) from the cache, without the voice
+    hit = rig.say("c2", "The lift is out of order.  Please use the stairs.")
+    assert hit["cached"] is True and hit["latency_ms"] < 100, hit
+    assert voice.calls.count(text) == 1 and len(voice.calls) == 2  # calibration + the one synthesis
+    pcm = rig.capture.pcm()
+    ref = rig.expected(text)
+    at = assert_played(pcm, ref, FADE)
+    assert_played(pcm, ref, FADE, at + ref.size)  # the hit is bit-identical to the synthesis
+    # a corrupt entry: detected, dropped, synthesized again (and stored again)
+    entry = next(cache_dir.glob(f"*{SUFFIX}"))
+    blob = bytearray(entry.read_bytes())
+    blob[-100] ^= 0x01
+    entry.write_bytes(bytes(blob))
+    again = rig.say("c3", text)
+    assert "cached" not in again and voice.calls.count(text) == 2
+    assert rig.daemon.daemon.cache.stats.corrupt == 1
+    rig.close()
+    rigs.remove(rig)
+    # a restart (new daemon, new voice object, same cache folder) hits at once
+    voice2 = FakeVoice(delay_s=0.3)
+    rig2 = Rig(mosquitto, alsa_capture, tmp_path, "cache-2", voice2, cache_dir)
+    rigs.append(rig2)
+    hit2 = rig2.say("c4", text)
+    assert hit2["cached"] is True and hit2["latency_ms"] < 100 and voice2.calls.count(text) == 0
+
+
+class WindowedVoice(FakeVoice):
+    """A streaming voice: each sentence comes in three windows (edgetts.voice.piper.streaming)."""
+
+    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        for chunk in super().synthesize(text, config):
+            thirds = np.array_split(chunk.audio, 3)
+            for n, part in enumerate(thirds):
+                yield AudioChunk(part, chunk.sample_rate, chunk.sentence_index,
+                                 is_last_in_sentence=n == len(thirds) - 1)
+
+
+@pytest.mark.mqtt
+def test_daemon_caches_a_streaming_voice_by_sentence(
+    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, rigs: list[Rig],
+) -> None:
+    cache_dir = tmp_path / "phrases"
+    voice = WindowedVoice(delay_s=0.1)
+    rig = Rig(mosquitto, alsa_capture, tmp_path, "cache-3", voice, cache_dir)
+    rigs.append(rig)
+    text = "Platform two. Mind the gap."
+    assert "cached" not in rig.say("w1", text)
+    entry = rig.daemon.daemon.cache.get(next(cache_dir.glob(f"*{SUFFIX}")).stem)
+    assert entry is not None and len(entry.sentences) == 2  # windows joined into their sentences
+    hit = rig.say("w2", text)
+    assert hit["cached"] is True and voice.calls.count(text) == 1, hit
+    pcm = rig.capture.pcm()
+    ref = rig.expected(text)
+    at = assert_played(pcm, ref, FADE)
+    assert_played(pcm, ref, FADE, at + ref.size)  # the hit is the same audio
+
+
+def test_unwritable_folder_is_not_fatal(tmp_path: Path) -> None:
+    cache = PhraseCache(tmp_path / "ro", 10_000_000)
+    key = cache_key("v", "h", "x.", SynthesisConfig())
+    (tmp_path / "ro").chmod(0o500)
+    try:
+        if os.access(tmp_path / "ro", os.W_OK):  # root ignores the mode: take the folder away instead
+            shutil.rmtree(tmp_path / "ro")
+            (tmp_path / "ro").write_text("not a folder")
+        assert cache.put(key, 22050, sentences(1)) is False
+        assert cache.get(key) is None and len(cache) == 0
+    finally:
+        (tmp_path / "ro").chmod(0o700)

@@ -1,0 +1,1 @@
+"""Shared test rigs: broker, ALSA capture, notify socket, probe, fake voices, PCM helpers."""

@@ -1,0 +1,56 @@
+"""Fake voices injected through the daemon's constructor seams."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from edgetts.engine import AudioChunk, SynthesisConfig
+from edgetts.errors import UnspeakableTextError
+
+
+class FakeVoice:
+    """A deterministic stand-in voice: one tone burst per sentence.
+
+    Sentence i of a text is 2400 + 40 * len(sentence) samples of a sine at
+    200 + 50 * i Hz, so tests can tell sentences apart; ``delay_s`` per
+    sentence stands for inference time.
+    """
+
+    def __init__(self, name: str = "fake", sample_rate: int = 22050, delay_s: float = 0.0) -> None:
+        self._name, self._rate, self.delay_s = name, sample_rate, delay_s
+        self.calls: list[str] = []
+        self.call_times: list[tuple[str, float]] = []
+        """(text, Unix seconds) when the synthesis of each text began."""
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def sample_rate(self) -> int:
+        return self._rate
+
+    @staticmethod
+    def sentences(text: str) -> list[str]:
+        return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if re.search(r"\w", s)]
+
+    def sentence_audio(self, i: int, sentence: str) -> np.ndarray:
+        n = 2400 + 40 * len(sentence)
+        t = np.arange(n, dtype=np.float32) / self._rate
+        env = np.minimum(1.0, np.minimum(np.arange(n), n - 1 - np.arange(n)) / 200.0)
+        return (0.5 * np.sin(2 * np.pi * (200 + 50 * i) * t) * env).astype(np.float32)
+
+    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        parts = self.sentences(text)
+        if not parts:
+            raise UnspeakableTextError(f"nothing to speak in {text[:40]!r}")
+        self.calls.append(text)
+        self.call_times.append((text, time.time()))
+        for i, sentence in enumerate(parts):
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            yield AudioChunk(self.sentence_audio(i, sentence), self._rate, i)
