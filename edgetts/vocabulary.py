@@ -1,8 +1,8 @@
 """The names edgetts shares across its layers: one definition of each.
 
 Priorities and their ranks, the patterns of clip and voice names, the events
-and fallback reasons of the events topic, and the `what` of a status's
-`degraded` entries.  They are an interface (issue 3: publishers and dashboards
+and fallback reasons of the events topic, the largest deadline, and the `what`
+of a status's `degraded` entries.  They are an interface (issue 3: publishers and dashboards
 match on them), so a name here changes only with the wire format.  The config
 (``edgetts.config``), the wire messages (``edgetts.daemon.messages``) and the
 clip library all check against these, so a name the config accepts is one an
@@ -44,6 +44,9 @@ FallbackReason = Literal["voice_unavailable", "synthesis_error", "deadline", "un
 FALLBACK_REASONS: tuple[FallbackReason, ...] = typing.get_args(FallbackReason)
 """`reason` of a `fallback` event (issue 6)."""
 
+MAX_DEADLINE_MS = 600000
+"""Largest `deadline_ms`, in an announcement and in the config's fallback section (10 minutes)."""
+
 DegradedWhat = Literal[
     "audio", "audio_thread", "cache", "clips", "config", "cpu", "memory", "mqtt", "voice",
 ]
@@ -51,6 +54,6 @@ DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
 """`what` of an entry in a status's `degraded` list: the part not working as configured."""
 
 __all__ = [
-    "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "NAME_RE", "PRIORITIES", "DegradedWhat",
-    "EventName", "FallbackReason", "Priority", "priority_rank",
+    "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "MAX_DEADLINE_MS", "NAME_RE", "PRIORITIES",
+    "DegradedWhat", "EventName", "FallbackReason", "Priority", "priority_rank",
 ]

@@ -8,6 +8,7 @@ from edgetts.vocabulary import (
     CLIP_NAME_RE,
     DEGRADED,
     EVENTS,
+    MAX_DEADLINE_MS,
     NAME_RE,
     PRIORITIES,
     priority_rank,
@@ -18,6 +19,7 @@ def test_names_on_the_wire() -> None:
     assert PRIORITIES == ("emergency", "high", "normal", "low")
     assert EVENTS == ("queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback")
     assert DEGRADED == ("audio", "audio_thread", "cache", "clips", "config", "cpu", "memory", "mqtt", "voice")
+    assert MAX_DEADLINE_MS == 600000  # docs/daemon.md: deadline_ms 1-600000
 
 
 def test_priority_rank_is_urgency_order() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from edgetts.config.errors import FieldError
-from edgetts.vocabulary import CLIP_NAME_RE, NAME_RE, Priority
+from edgetts.vocabulary import CLIP_NAME_RE, MAX_DEADLINE_MS, NAME_RE, Priority
 
 
 @dataclass(frozen=True)
@@ -230,8 +230,8 @@ class FallbackSettings:
 
     def validate(self) -> None:
         _check_clip_name(("default_clip",), self.default_clip)
-        if not 50 <= self.deadline_ms <= 600000:
-            raise FieldError(("deadline_ms",), "must be 50-600000")
+        if not 50 <= self.deadline_ms <= MAX_DEADLINE_MS:
+            raise FieldError(("deadline_ms",), f"must be 50-{MAX_DEADLINE_MS}")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 from edgetts.vocabulary import (
     CLIP_NAME_RE,
     EVENTS,
+    MAX_DEADLINE_MS,
     NAME_RE,
     PRIORITIES,
     DegradedWhat,
@@ -28,7 +29,6 @@ _ANNOUNCEMENT_KEYS = frozenset(
     ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
      "interrupt", "fallback", "deadline_ms")
 )
-MAX_DEADLINE_MS = 600000
 
 
 class PayloadError(ValueError):
