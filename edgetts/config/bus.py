@@ -23,7 +23,6 @@ def _default_device_id() -> str:
     return host or "edgetts"
 
 
-
 @dataclass(frozen=True)
 class DeviceSettings:
     """This announcer's identity on the bus."""

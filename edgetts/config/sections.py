@@ -282,4 +282,3 @@ class LoggingSettings:
 
     level: Literal["debug", "info", "warning", "error"] = "info"
     """Lowest level logged."""
-
