@@ -1,25 +1,44 @@
 """The YAML configuration: typed sections, one loader, errors naming file, line and key.
 
-Importers use this package's names; which module of it holds each is its own business.
+Importers use this package's names; which module of it holds each is its own business:
+``sections`` and ``bus`` (one dataclass per YAML section), ``document`` (:class:`Config`,
+the whole file), ``loader`` (YAML in and out), ``errors``.
 """
 
-from edgetts.config.loader import (
-    DEFAULT_CONFIG_PATH,
-    Config,
-    ConfigError,
-    MqttSettings,
+from edgetts.config.bus import DeviceSettings, MqttSettings, TlsSettings
+from edgetts.config.document import Config
+from edgetts.config.errors import ConfigError
+from edgetts.config.loader import DEFAULT_CONFIG_PATH, dump_config, load_config, parse_config
+from edgetts.config.sections import (
+    AudioSettings,
+    CacheSettings,
+    ClipSettings,
+    FallbackRule,
+    FallbackSettings,
+    LoggingSettings,
+    LoudnessSettings,
+    QueueSettings,
     VoiceModelSettings,
-    dump_config,
-    load_config,
-    parse_config,
+    VoiceSettings,
 )
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
+    "AudioSettings",
+    "CacheSettings",
+    "ClipSettings",
     "Config",
     "ConfigError",
+    "DeviceSettings",
+    "FallbackRule",
+    "FallbackSettings",
+    "LoggingSettings",
+    "LoudnessSettings",
     "MqttSettings",
+    "QueueSettings",
+    "TlsSettings",
     "VoiceModelSettings",
+    "VoiceSettings",
     "dump_config",
     "load_config",
     "parse_config",

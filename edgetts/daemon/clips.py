@@ -21,8 +21,8 @@ import numpy as np
 
 from edgetts.audio.loudness import gain_for, loudness_dbfs
 from edgetts.audio.player import resample_linear
-from edgetts.daemon.messages import CLIP_NAME_RE
 from edgetts.errors import EdgeTTSError
+from edgetts.vocabulary import CLIP_NAME_RE
 
 _LOGGER = logging.getLogger(__name__)
 

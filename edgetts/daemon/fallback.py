@@ -3,7 +3,8 @@
 Order: the announcement's own ``fallback`` field, else the first rule of
 ``fallback.rules`` whose regex matches the text (case-insensitive search),
 else ``fallback.default_clip``, else nothing (the announcement then fails as
-before, with its reason).
+before, with its reason).  The `reason` names of a `fallback` event are
+``edgetts.vocabulary.FALLBACK_REASONS``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-REASONS: tuple[str, ...] = ("voice_unavailable", "synthesis_error", "deadline", "unspeakable")
-"""The `reason` of a `fallback` event (an interface: keep the names)."""
 
 
 @dataclass(frozen=True)
@@ -50,4 +48,4 @@ def choose(own: str | None, text: str | None, rules: Iterable[CompiledRule],
     return None
 
 
-__all__ = ["REASONS", "Choice", "CompiledRule", "choose", "compile_rules"]
+__all__ = ["Choice", "CompiledRule", "choose", "compile_rules"]

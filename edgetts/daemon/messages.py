@@ -8,39 +8,31 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-PRIORITIES: tuple[str, ...] = ("emergency", "high", "normal", "low")
-"""Highest first."""
-
-EVENTS: tuple[str, ...] = (
-    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback",
+from edgetts.vocabulary import (
+    CLIP_NAME_RE,
+    EVENTS,
+    MAX_DEADLINE_MS,
+    NAME_RE,
+    PRIORITIES,
+    DegradedWhat,
+    EventName,
+    Priority,
+    priority_rank,
 )
 
-#: Clip and chime names: a file stem, never a path.
-#: \Z, not $: `$` also matches before a final newline ("fire\n" is no clip name).
-CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
-_VOICE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ANNOUNCEMENT_KEYS = frozenset(
     ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
      "interrupt", "fallback", "deadline_ms")
 )
-FALLBACK_REASONS: tuple[str, ...] = ("voice_unavailable", "synthesis_error", "deadline", "unspeakable")
-"""`reason` of a `fallback` event (issue 6; an interface: keep the names)."""
-MAX_DEADLINE_MS = 600000
 
 
 class PayloadError(ValueError):
     """A payload that cannot be accepted; ``str()`` is the reason sent in the `rejected` event."""
-
-
-def priority_rank(priority: str) -> int:
-    """0 for emergency ... 3 for low: smaller is more urgent."""
-    return PRIORITIES.index(priority)
 
 
 @dataclass(frozen=True)
@@ -49,7 +41,7 @@ class AnnounceLimits:
 
     max_text_chars: int = 2000
     max_repeat: int = 5
-    default_priority: str = "normal"
+    default_priority: Priority = "normal"
 
     @property
     def max_payload_bytes(self) -> int:
@@ -81,6 +73,28 @@ def _clip_name(obj: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def _ident(obj: dict[str, Any], new_id: Callable[[], str]) -> str:
+    ident = obj.get("id")
+    if ident is None:
+        return new_id()
+    if not isinstance(ident, str) or not 1 <= len(ident) <= 128 or not ident.isprintable():
+        raise PayloadError("id must be a printable string of 1-128 characters")
+    return ident
+
+
+def _expires_at(obj: dict[str, Any], now: float) -> float | None:
+    """Unix seconds from `ttl` (relative) or `expires_at` (absolute); None when neither is given."""
+    ttl = _number(obj, "ttl")
+    expires_at = _number(obj, "expires_at")
+    if ttl is not None and expires_at is not None:
+        raise PayloadError("give ttl or expires_at, not both")
+    if ttl is not None:
+        if ttl <= 0:
+            raise PayloadError("ttl must be > 0 seconds")
+        return now + ttl
+    return expires_at
+
+
 @dataclass(frozen=True)
 class Announcement:
     """One announcement as received on an announce topic."""
@@ -94,7 +108,7 @@ class Announcement:
     clip: str | None = None
     """Name of a prerecorded clip to play instead of text."""
 
-    priority: str = "normal"
+    priority: Priority = "normal"
     """emergency | high | normal | low."""
 
     expires_at: float | None = None
@@ -158,11 +172,7 @@ class Announcement:
         unknown = sorted(set(obj) - _ANNOUNCEMENT_KEYS)
         if unknown:
             raise PayloadError(f"unknown key {unknown[0][:40]!r}")
-        ident = obj.get("id")
-        if ident is None:
-            ident = new_id()
-        elif not isinstance(ident, str) or not 1 <= len(ident) <= 128 or not ident.isprintable():
-            raise PayloadError("id must be a printable string of 1-128 characters")
+        ident = _ident(obj, new_id)
         text = obj.get("text")
         clip = _clip_name(obj, "clip")
         if text is not None:
@@ -174,16 +184,9 @@ class Announcement:
         priority = obj.get("priority", limits.default_priority)
         if priority not in PRIORITIES:
             raise PayloadError(f"priority must be one of {', '.join(PRIORITIES)}")
-        ttl = _number(obj, "ttl")
-        expires_at = _number(obj, "expires_at")
-        if ttl is not None and expires_at is not None:
-            raise PayloadError("give ttl or expires_at, not both")
-        if ttl is not None:
-            if ttl <= 0:
-                raise PayloadError("ttl must be > 0 seconds")
-            expires_at = now + ttl
+        expires_at = _expires_at(obj, now)
         voice = obj.get("voice")
-        if voice is not None and (not isinstance(voice, str) or not _VOICE_NAME_RE.match(voice)):
+        if voice is not None and (not isinstance(voice, str) or not NAME_RE.match(voice)):
             raise PayloadError("voice must be a voice name")
         volume = _number(obj, "volume")
         if volume is None:
@@ -233,11 +236,6 @@ class Announcement:
     def rank(self) -> int:
         return priority_rank(self.priority)
 
-    def describe(self) -> str:
-        """Short form for logs."""
-        what = f"clip {self.clip}" if self.clip else f"{len(self.text or '')} chars"
-        return f"{self.id} ({self.priority}, {what})"
-
 
 def _check_text(text: str, limits: AnnounceLimits) -> str:
     text = text.strip()
@@ -253,9 +251,7 @@ class Event:
     """One announcement state change, published on `<prefix>/<device>/events`."""
 
     id: str
-    event: Literal[
-        "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback"
-    ]
+    event: EventName
     ts: float
     """Unix seconds."""
 
@@ -267,7 +263,7 @@ class Event:
     """On `fallback`: the clip played instead of speech."""
 
     detail: str | None = None
-    """On `fallback`: what went wrong, in words (`reason` is one of FALLBACK_REASONS)."""
+    """On `fallback`: what went wrong, in words (`reason` is one of vocabulary.FALLBACK_REASONS)."""
 
     cached: bool | None = None
     """On `started`: true when the speech came from the phrase cache."""
@@ -300,7 +296,7 @@ class Event:
 class Degraded:
     """Something not working as configured, and why."""
 
-    what: str
+    what: DegradedWhat
     reason: str
 
 
@@ -364,7 +360,4 @@ class Status:
         )
 
 
-__all__ = [
-    "AnnounceLimits", "Announcement", "Degraded", "Event", "PayloadError", "Status", "PRIORITIES",
-    "EVENTS", "CLIP_NAME_RE", "FALLBACK_REASONS", "priority_rank",
-]
+__all__ = ["AnnounceLimits", "Announcement", "Degraded", "Event", "PayloadError", "Status"]

@@ -18,9 +18,9 @@ from support.fakes import FakeVoice
 from support.pcm import assert_played, clip_pcm, find, tone, write_clip
 from support.probe import Probe
 
-from edgetts.daemon.fallback import REASONS, choose, compile_rules
-from edgetts.daemon.messages import FALLBACK_REASONS
+from edgetts.daemon.fallback import choose, compile_rules
 from edgetts.engine import AudioChunk, SynthesisConfig
+from edgetts.vocabulary import FALLBACK_REASONS
 
 FADE = int(22050 * 5 / 1000)
 
@@ -29,7 +29,7 @@ FADE = int(22050 * 5 / 1000)
 
 
 def test_reason_names_are_the_interface() -> None:
-    assert REASONS == FALLBACK_REASONS == ("voice_unavailable", "synthesis_error", "deadline", "unspeakable")
+    assert FALLBACK_REASONS == ("voice_unavailable", "synthesis_error", "deadline", "unspeakable")
 
 
 def test_rule_matching_order() -> None:

@@ -1,0 +1,114 @@
+"""The whole config file: one field per section, and the values derived from them.
+
+Derived values (topics, client id, text options) live here so no caller
+recomputes them differently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgetts.config.bus import DeviceSettings, MqttSettings
+from edgetts.config.errors import FieldError
+from edgetts.config.sections import (
+    AudioSettings,
+    CacheSettings,
+    ClipSettings,
+    FallbackSettings,
+    LoggingSettings,
+    LoudnessSettings,
+    QueueSettings,
+    VoiceModelSettings,
+    VoiceSettings,
+)
+from edgetts.runtime.settings import CpuSettings, KeepaliveSettings, MemorySettings
+from edgetts.text.lexicon import Lexicon
+from edgetts.text.normalize import NormalizeOptions
+from edgetts.text.prepare import TextOptions
+from edgetts.vocabulary import NAME_RE
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole daemon configuration."""
+
+    device: DeviceSettings = field(default_factory=DeviceSettings)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    audio: AudioSettings = field(default_factory=AudioSettings)
+    voice: VoiceSettings = field(default_factory=VoiceSettings)
+    voices: dict[str, VoiceModelSettings] = field(default_factory=dict)
+    """More voices by name, chosen per announcement with `"voice": "<name>"`."""
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    clips: ClipSettings = field(default_factory=ClipSettings)
+    fallback: FallbackSettings = field(default_factory=FallbackSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    loudness: LoudnessSettings = field(default_factory=LoudnessSettings)
+    normalize: NormalizeOptions = field(default_factory=NormalizeOptions)
+    """How numbers, times, money and codes are read (docs/normalization.md)."""
+    lexicon: dict[str, str] = field(default_factory=dict)
+    """Site lexicon: word or phrase -> respelling, or /IPA/ phonemes."""
+    cpu: CpuSettings = field(default_factory=CpuSettings)
+    """Where inference and audio run (docs/edge-runtime.md)."""
+    keepalive: KeepaliveSettings = field(default_factory=KeepaliveSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+
+    def validate(self) -> None:
+        try:
+            Lexicon.from_mapping(self.lexicon)
+        except ValueError as exc:
+            raise FieldError(("lexicon",), str(exc)) from None
+        for name in self.voices:
+            if not NAME_RE.match(name):
+                raise FieldError(("voices", name), f"{name!r} is not a valid voice name")
+            if name == self.voice.name:
+                raise FieldError(("voices", name), "same name as voice/name")
+
+    # -- derived values, so no caller recomputes them differently
+    def text_options(self) -> TextOptions:
+        """How every voice prepares text: the normaliser's options and the site lexicon."""
+        lexicon = Lexicon.from_mapping(self.lexicon) if self.lexicon else None
+        return TextOptions(normalize_options=self.normalize, lexicon=lexicon)
+
+    def all_voices(self) -> dict[str, VoiceModelSettings]:
+        """Every configured voice by name, the default one first."""
+        return {self.voice.name: self.voice, **self.voices}
+
+    @property
+    def client_id(self) -> str:
+        return self.mqtt.client_id or f"edgetts-{self.device.id}"
+
+    @property
+    def base_topic(self) -> str:
+        return f"{self.mqtt.topic_prefix}/{self.device.id}"
+
+    @property
+    def status_topic(self) -> str:
+        return f"{self.base_topic}/status"
+
+    @property
+    def events_topic(self) -> str:
+        return f"{self.base_topic}/events"
+
+    @property
+    def announce_topics(self) -> tuple[str, ...]:
+        prefix = self.mqtt.topic_prefix
+        topics = [f"{self.base_topic}/announce", f"{prefix}/all/announce"]
+        topics += [f"{prefix}/group/{g}/announce" for g in self.device.groups]
+        return tuple(topics)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The effective config as plain data (what print-config shows)."""
+        return _to_plain(self)
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _to_plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_to_plain(v) for v in value]
+    return value

@@ -1,0 +1,284 @@
+"""The YAML sections of sound, voices and announcements, one frozen dataclass each.
+
+A field's docstring carries its unit.  ``validate()`` raises
+:class:`~edgetts.config.errors.FieldError` with the key path below the section.
+Adding a section is one dataclass (here, or in :mod:`edgetts.config.bus` for the
+bus) plus one field on :class:`~edgetts.config.document.Config`: the loader is
+generic over them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from edgetts.config.errors import FieldError
+from edgetts.vocabulary import CLIP_NAME_RE, MAX_DEADLINE_MS, NAME_RE, Priority
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """The sound output."""
+
+    device: str | int = "default"
+    """PortAudio/ALSA output device: `default`, a device index, or (part of) its name."""
+
+    sample_rate: int | None = None
+    """Hertz the device is opened at; None = the default voice's rate."""
+
+    channels: int = 1
+    """Channels the device is opened with (mono audio is copied to each)."""
+
+    sample_format: Literal["int16", "int32", "float32"] = "int16"
+    """Sample format the device is opened with."""
+
+    block_frames: int = 256
+    """Frames per write to the device; smaller = quicker preemption."""
+
+    lead_in_ms: int = 0
+    """Silence before each announcement, milliseconds, for amplifiers that wake on signal."""
+
+    fade_ms: int = 5
+    """Fade-in at the start and fade-out at the end of each announcement, milliseconds."""
+
+    preempt_fade_ms: int = 20
+    """Fade-out when an announcement is interrupted, milliseconds (at most 30)."""
+
+    volume: float = 1.0
+    """Linear gain for everything played (0-1); an announcement's volume multiplies it."""
+
+    close_idle_s: float = 5.0
+    """Close the device after this many idle seconds so other players may use it."""
+
+    reopen_min_s: float = 0.5
+    """First delay before reopening a failed device, seconds; doubled per failure."""
+
+    reopen_max_s: float = 30.0
+    """Cap of the reopen delay, seconds."""
+
+    realtime_pacing: bool = False
+    """Pace writes to real time; only for sinks that do not block (ALSA null/file plugin)."""
+
+    def validate(self) -> None:
+        if isinstance(self.device, int) and self.device < 0:
+            raise FieldError(("device",), "a device index is >= 0")
+        if self.sample_rate is not None and not 8000 <= self.sample_rate <= 192000:
+            raise FieldError(("sample_rate",), "must be 8000-192000 Hz")
+        if not 1 <= self.channels <= 8:
+            raise FieldError(("channels",), "must be 1-8")
+        if not 16 <= self.block_frames <= 8192:
+            raise FieldError(("block_frames",), "must be 16-8192")
+        for name, top in (("lead_in_ms", 5000), ("fade_ms", 100), ("preempt_fade_ms", 30)):
+            value = getattr(self, name)
+            if not 0 <= value <= top:
+                raise FieldError((name,), f"must be 0-{top}")
+        if not 0.0 <= self.volume <= 1.0:
+            raise FieldError(("volume",), "must be 0-1")
+        if self.close_idle_s < 0:
+            raise FieldError(("close_idle_s",), "must be >= 0")
+        if not 0 < self.reopen_min_s <= self.reopen_max_s:
+            raise FieldError(("reopen_min_s",), "need 0 < reopen_min_s <= reopen_max_s")
+
+
+@dataclass(frozen=True)
+class VoiceModelSettings:
+    """One voice: a model and how to run it."""
+
+    model: str = "default"
+    """`default` (the packaged en_US-joe-medium voice), a voice name, or a path to a Piper *.onnx voice."""
+
+    threads: int | None = None
+    """Inference threads; None = one per inference core (cpu.inference_cores)."""
+
+    streaming: bool = False
+    """Decode each sentence in windows: first audio in tens of ms instead of a whole
+    sentence's synthesis, at ~10 % more total CPU (docs/streaming.md); Piper voices only."""
+
+    fast_start_ids: int = 0
+    """With streaming: a first sentence longer than 1.5x this many phoneme ids starts from
+    the encoder run on its first ids only (first audio no longer grows with its length; its
+    first words differ slightly from whole-sentence output).  0 = off (exact)."""
+
+    length_scale: float | None = None
+    """Speech duration multiplier (>1 slower); None = the voice's own."""
+
+    noise_scale: float | None = None
+    """Expressiveness noise; 0 = deterministic; None = the voice's own."""
+
+    noise_w: float | None = None
+    """Rhythm noise; 0 = deterministic; None = the voice's own."""
+
+    speaker_id: int | None = None
+    """Speaker of a multi-speaker voice; None = the first."""
+
+    def validate(self) -> None:
+        if not self.model:
+            raise FieldError(("model",), "must not be empty")
+        # A missing model file is not a config error (issue 6): the daemon starts without the
+        # voice, plays clips, and reports `degraded: voice` with the loader's reason.
+        if self.threads is not None and not 1 <= self.threads <= 64:
+            raise FieldError(("threads",), "must be 1-64")
+        if not 0 <= self.fast_start_ids <= 4096:
+            raise FieldError(("fast_start_ids",), "must be 0-4096 (0 = off)")
+        if self.fast_start_ids and not self.streaming:
+            raise FieldError(("fast_start_ids",), "needs streaming: true")
+        if self.length_scale is not None and not 0.1 <= self.length_scale <= 10:
+            raise FieldError(("length_scale",), "must be 0.1-10")
+        for name in ("noise_scale", "noise_w"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 2:
+                raise FieldError((name,), "must be 0-2")
+
+
+@dataclass(frozen=True)
+class VoiceSettings(VoiceModelSettings):
+    """The default voice, used when an announcement names none."""
+
+    name: str = "default"
+    """The name announcements use to choose this voice (`"voice": "<name>"`)."""
+
+    def validate(self) -> None:
+        super().validate()
+        if not NAME_RE.match(self.name):
+            raise FieldError(("name",), f"{self.name!r} is not a valid voice name")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """Scheduling of announcements."""
+
+    max_length: int = 32
+    """Announcements waiting at most; a further one is rejected (or displaces a lower one)."""
+
+    default_priority: Priority = "normal"
+    """Priority of an announcement that names none (and of plain-text payloads)."""
+
+    default_ttl_s: float | None = 600.0
+    """Seconds an announcement without ttl/expires_at may wait before it expires; None = never."""
+
+    on_preempt: Literal["resume", "drop"] = "resume"
+    """An interrupted announcement is resumed from its sentence, or dropped."""
+
+    dedup_window_s: float = 3600.0
+    """Seconds an announcement id is remembered, so a duplicate plays once."""
+
+    max_text_chars: int = 2000
+    """Longest text accepted, characters."""
+
+    max_repeat: int = 5
+    """Largest `repeat` accepted."""
+
+    def validate(self) -> None:
+        if not 1 <= self.max_length <= 10000:
+            raise FieldError(("max_length",), "must be 1-10000")
+        if self.default_ttl_s is not None and self.default_ttl_s <= 0:
+            raise FieldError(("default_ttl_s",), "must be > 0 (or null for never)")
+        if self.dedup_window_s < 0:
+            raise FieldError(("dedup_window_s",), "must be >= 0")
+        if not 1 <= self.max_text_chars <= 100000:
+            raise FieldError(("max_text_chars",), "must be 1-100000")
+        if not 1 <= self.max_repeat <= 100:
+            raise FieldError(("max_repeat",), "must be 1-100")
+
+
+@dataclass(frozen=True)
+class ClipSettings:
+    """Prerecorded clips and chimes."""
+
+    dir: str | None = None
+    """Directory of `<name>.wav` files (any rate, width, channels); None = no clips (every clip is unknown)."""
+
+
+def _check_clip_name(path: tuple[str, ...], name: str | None) -> None:
+    if name is not None and not CLIP_NAME_RE.match(name):
+        raise FieldError(path, f"{name[:80]!r} is not a clip name (letters, digits, - and _ only)")
+
+
+@dataclass(frozen=True)
+class FallbackRule:
+    """A regex on the announcement text and the clip it falls back to."""
+
+    match: str
+    """Regular expression, searched case-insensitively in the text (e.g. `fire|evacuat`)."""
+
+    clip: str
+    """Clip name played when speech cannot be produced for a matching text."""
+
+    def validate(self) -> None:
+        try:
+            re.compile(self.match)
+        except re.error as exc:
+            raise FieldError(("match",), f"bad regular expression: {exc}") from None
+        _check_clip_name(("clip",), self.clip)
+
+
+@dataclass(frozen=True)
+class FallbackSettings:
+    """What plays when speech cannot be produced in time (issue 6)."""
+
+    default_clip: str | None = None
+    """Clip played when no announcement field and no rule chose one; None = the announcement fails."""
+
+    deadline_ms: int = 4000
+    """Milliseconds from an announcement's turn to its first speech audio before the fallback clip plays."""
+
+    rules: tuple[FallbackRule, ...] = ()
+    """First matching rule (regex on the text) chooses the clip, before default_clip."""
+
+    def validate(self) -> None:
+        _check_clip_name(("default_clip",), self.default_clip)
+        if not 50 <= self.deadline_ms <= MAX_DEADLINE_MS:
+            raise FieldError(("deadline_ms",), f"must be 50-{MAX_DEADLINE_MS}")
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """The phrase cache: synthesized audio kept on disk (issue 6)."""
+
+    dir: str | None = None
+    """Folder of cached phrases; None = `$CACHE_DIRECTORY/phrases` under systemd (CacheDirectory=), else no cache."""
+
+    max_mb: float = 200.0
+    """Megabytes (10^6 bytes) the folder may hold; least recently used phrases go first; 0 = no cache."""
+
+    min_uses: int = 1
+    """A phrase is written when it is synthesized for the n-th time since the daemon started
+    (1 = at once; 2 spares an SD card the texts that come only once)."""
+
+    def validate(self) -> None:
+        if self.max_mb < 0:
+            raise FieldError(("max_mb",), "must be >= 0")
+        if not 1 <= self.min_uses <= 100:
+            raise FieldError(("min_uses",), "must be 1-100")
+
+    def resolved_dir(self) -> Path | None:
+        """The folder in use, or None when the cache is off."""
+        if self.max_mb <= 0:
+            return None
+        if self.dir is not None:
+            return Path(self.dir)
+        systemd = os.environ.get("CACHE_DIRECTORY")
+        return Path(systemd.split(":")[0]) / "phrases" if systemd else None
+
+
+@dataclass(frozen=True)
+class LoudnessSettings:
+    """One loudness for clips and speech (gated RMS level, see edgetts/audio/loudness.py)."""
+
+    target_dbfs: float | None = None
+    """dBFS clips and every voice are brought to; None = the default voice's own level (speech untouched)."""
+
+    def validate(self) -> None:
+        if self.target_dbfs is not None and not -60.0 <= self.target_dbfs <= 0.0:
+            raise FieldError(("target_dbfs",), "must be -60 to 0 dBFS")
+
+
+@dataclass(frozen=True)
+class LoggingSettings:
+    """Logging (to journald under systemd, stderr otherwise)."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    """Lowest level logged."""

@@ -1,0 +1,59 @@
+"""The names edgetts shares across its layers: one definition of each.
+
+Priorities and their ranks, the patterns of clip and voice names, the events
+and fallback reasons of the events topic, the largest deadline, and the `what`
+of a status's `degraded` entries.  They are an interface (issue 3: publishers and dashboards
+match on them), so a name here changes only with the wire format.  The config
+(``edgetts.config``), the wire messages (``edgetts.daemon.messages``) and the
+clip library all check against these, so a name the config accepts is one an
+announcement may use.  This module imports nothing from edgetts: every layer
+may use it.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Literal
+
+Priority = Literal["emergency", "high", "normal", "low"]
+PRIORITIES: tuple[Priority, ...] = typing.get_args(Priority)
+"""Highest first; an announcement's rank is its index here."""
+
+
+def priority_rank(priority: str) -> int:
+    """0 for emergency ... 3 for low: smaller is more urgent (ValueError for another name)."""
+    return PRIORITIES.index(priority)
+
+
+CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+r"""Clip and chime names: a file stem, never a path.
+\Z, not $: `$` also matches before a final newline ("fire\n" is no clip name)."""
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""A voice name, device id or group name: one topic level an operator chooses,
+no MQTT wildcards, no separators."""
+
+EventName = Literal[
+    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback",
+]
+EVENTS: tuple[EventName, ...] = typing.get_args(EventName)
+"""`event` of a message on `<prefix>/<device>/events`."""
+
+FallbackReason = Literal["voice_unavailable", "synthesis_error", "deadline", "unspeakable"]
+FALLBACK_REASONS: tuple[FallbackReason, ...] = typing.get_args(FallbackReason)
+"""`reason` of a `fallback` event (issue 6)."""
+
+MAX_DEADLINE_MS = 600000
+"""Largest `deadline_ms`, in an announcement and in the config's fallback section (10 minutes)."""
+
+DegradedWhat = Literal[
+    "audio", "audio_thread", "cache", "clips", "config", "cpu", "memory", "mqtt", "voice",
+]
+DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
+"""`what` of an entry in a status's `degraded` list: the part not working as configured."""
+
+__all__ = [
+    "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "MAX_DEADLINE_MS", "NAME_RE", "PRIORITIES",
+    "DegradedWhat", "EventName", "FallbackReason", "Priority", "priority_rank",
+]
