@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from edgetts.audio.convert import float_to_int16
+
 
 @dataclass(frozen=True)
 class SynthesisConfig:
@@ -63,7 +65,7 @@ class AudioChunk:
 
     def to_int16(self) -> np.ndarray:
         """Samples as 16-bit signed PCM (clipped, rounded toward zero like piper-tts)."""
-        return np.clip(self.audio * 32767.0, -32767.0, 32767.0).astype(np.int16)
+        return float_to_int16(self.audio)
 
 
 @runtime_checkable

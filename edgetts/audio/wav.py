@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgetts.audio.convert import int16_to_float
 from edgetts.engine import AudioChunk
 from edgetts.errors import EdgeTTSError
 
@@ -54,4 +55,4 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
         if wav.getsampwidth() != 2 or wav.getnchannels() != 1:
             raise EdgeTTSError(f"{path}: expected 16-bit mono")
         frames = wav.readframes(wav.getnframes())
-        return np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32767.0, wav.getframerate()
+        return int16_to_float(np.frombuffer(frames, dtype="<i2")), wav.getframerate()

@@ -160,10 +160,11 @@ def cmd_phonemes(args: argparse.Namespace) -> int:
 
 def cmd_say(args: argparse.Namespace) -> int:
     from edgetts.audio.player import play_chunks
+    from edgetts.daemon.sound_card import OutputStream
 
     text = _text_arg(args)
     voice = _load(args)
-    play_chunks(voice.synthesize(text, _synthesis_config(args)), device=args.device)
+    play_chunks(voice.synthesize(text, _synthesis_config(args)), OutputStream, device=args.device)
     return 0
 
 

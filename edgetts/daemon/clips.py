@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from edgetts.audio.convert import float_to_int16, int16_to_float, resample_linear
 from edgetts.audio.loudness import gain_for, loudness_dbfs
-from edgetts.audio.player import resample_linear
 from edgetts.errors import EdgeTTSError
 from edgetts.vocabulary import CLIP_NAME_RE
 
@@ -105,7 +105,7 @@ def _parse_wav(data: bytes) -> tuple[np.ndarray, int]:
     if tag == _PCM and bits == 8:
         x = (np.frombuffer(pcm, np.uint8).astype(np.float32) - 128.0) / 128.0
     elif tag == _PCM and bits == 16:
-        x = np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2").astype(np.float32) / 32767.0
+        x = int16_to_float(np.frombuffer(pcm[: len(pcm) // 2 * 2], "<i2"))
     elif tag == _PCM and bits == 24:
         raw = np.frombuffer(pcm[: len(pcm) // 3 * 3], np.uint8).reshape(-1, 3).astype(np.int32)
         v = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
@@ -125,7 +125,7 @@ def _parse_wav(data: bytes) -> tuple[np.ndarray, int]:
 
 def write_wav(path: str | Path, audio: np.ndarray, rate: int) -> bytes:
     """16-bit mono WAV bytes of float ``audio`` (also written to ``path`` unless it is empty)."""
-    pcm = np.clip(np.asarray(audio, np.float32) * 32767.0, -32767.0, 32767.0).astype("<i2").tobytes()
+    pcm = float_to_int16(np.asarray(audio, np.float32)).astype("<i2").tobytes()
     header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
     header += b"fmt " + struct.pack("<IHHIIHH", 16, _PCM, 1, rate, rate * 2, 2, 16)
     blob = header + b"data" + struct.pack("<I", len(pcm)) + pcm

@@ -37,16 +37,10 @@ from typing import Any
 import numpy as np
 
 from edgetts import __version__
+from edgetts.audio.convert import Converter, DeviceFormat
+from edgetts.audio.job import PlaybackJob
 from edgetts.audio.loudness import loudness_dbfs
-from edgetts.audio.player import (
-    Converter,
-    DeviceFormat,
-    OutputStream,
-    PlaybackJob,
-    Player,
-    PlayerReport,
-    PlayerSettings,
-)
+from edgetts.audio.player import Player, PlayerReport, PlayerSettings
 from edgetts.config import Config, ConfigError, VoiceModelSettings, load_config
 from edgetts.daemon.clips import Clip, ClipLibrary
 from edgetts.daemon.fallback import Choice, CompiledRule, choose, compile_rules
@@ -56,6 +50,7 @@ from edgetts.daemon.mqtt import AckHandle, Inbound, MqttLink
 from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
 from edgetts.daemon.sdnotify import Notifier
+from edgetts.daemon.sound_card import OutputStream
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import AudioDeviceError, EdgeTTSError, UnspeakableTextError
 from edgetts.runtime.cpu_plan import plan_cpu

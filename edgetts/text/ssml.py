@@ -6,8 +6,10 @@ Supported: <speak>, <break time|strength>, <say-as interpret-as [format]>,
 with an :class:`SSMLError` naming the tag and attribute: malformed SSML is
 never read aloud as tags.
 
-:func:`parse` returns flat items (text with its prosody, phonemes, pauses,
-sentence ends); :mod:`edgetts.text.prepare` turns them into segments.
+This module parses and validates the document; what a <say-as> says is
+:mod:`edgetts.text.say_as`.  :func:`parse` returns flat items (text with its
+prosody, phonemes, pauses, sentence ends); :mod:`edgetts.text.prepare` turns
+them into segments.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from edgetts.errors import EdgeTTSError
-from edgetts.text.normalize import NormalizeOptions, codes, dates, numbers, times
-from edgetts.text.normalize.rules import spell
+from edgetts.text.normalize import NormalizeOptions
+from edgetts.text.say_as import SayAsError, say_as
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
@@ -69,14 +71,6 @@ _VOLUMES_DB = {
 _TIME = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(ms|s)\s*")
 _RATE = re.compile(r"\s*([+-])?([0-9]+(?:\.[0-9]+)?)\s*(%)?\s*")
 _DB = re.compile(r"\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*dB\s*")
-_SIGNED_NUMBER = re.compile(r"\s*[-+]?(?:" + numbers.NUMBER_PATTERN + r")\s*")
-_ORDINAL = re.compile(r"\s*([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:st|nd|rd|th)?\s*", re.IGNORECASE)
-_CLOCK = re.compile(
-    r"\s*(?P<h>[0-9]{1,2})(?:[:.h](?P<m>[0-9]{2}))?(?::(?P<s>[0-9]{2}))?"
-    r"\s*(?:(?P<ap>[AaPp])\.?\s?[Mm]\.?)?\s*"
-)
-_DATE_PARTS = re.compile(r"[0-9]+")
-_DATE_FORMATS = ("dmy", "mdy", "ymd", "dm", "md")
 
 
 class SSMLError(EdgeTTSError):
@@ -247,9 +241,10 @@ class _Walker:
         self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str
     ) -> None:
         _leaf(element, "say-as", path)
-        words = say_as(
-            element.text or "", attrs["interpret-as"], attrs.get("format"), self.options, path
-        )
+        try:
+            words = say_as(element.text or "", attrs["interpret-as"], attrs.get("format"), self.options)
+        except SayAsError as err:
+            raise SSMLError(f"SSML <say-as> at {path}: {err}") from None
         self.items.append(Text(words, prosody, spoken=True))
 
 
@@ -319,105 +314,3 @@ def _prosody(outer: Prosody, attrs: dict[str, str], path: str) -> Prosody:
         outer.volume * _volume(attrs["volume"].strip(), path) if "volume" in attrs else outer.volume
     )
     return Prosody(round(min(max(rate, MIN_RATE), MAX_RATE), 6), round(min(volume, MAX_VOLUME), 6))
-
-
-def say_as(
-    text: str, interpret_as: str, fmt: str | None, options: NormalizeOptions, path: str
-) -> str:
-    """The words for <say-as>; SSMLError when the content does not fit ``interpret_as``."""
-    reader = _SAY_AS.get(interpret_as)
-    if reader is None:
-        raise SSMLError(
-            f"SSML <say-as> at {path}: interpret-as={interpret_as!r} is not one of "
-            f"{', '.join(sorted(_SAY_AS))}"
-        )
-    if fmt is not None and interpret_as != "date":
-        raise SSMLError(
-            f"SSML <say-as> at {path}: format is only supported with interpret-as='date'"
-        )
-    if fmt is not None and fmt not in _DATE_FORMATS:
-        raise SSMLError(
-            f"SSML <say-as> at {path}: format={fmt!r} is not one of {', '.join(_DATE_FORMATS)}"
-        )
-    words = reader(text, fmt, options)
-    if not words:
-        raise SSMLError(
-            f"SSML <say-as> at {path}: {text.strip()!r} cannot be read as {interpret_as}"
-        )
-    return words
-
-
-def _characters(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    out = []
-    for ch in text:
-        if ch.isascii() and ch.isalnum():
-            out.append(spell(ch, options))
-        elif ch.isalpha():
-            out.append(ch)
-    return " ".join(out)
-
-
-def _digits(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    if not any("0" <= c <= "9" for c in text):
-        return ""
-    return numbers.digits(text, options.say_zero_as)
-
-
-def _cardinal(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    if not _SIGNED_NUMBER.fullmatch(text):
-        return ""
-    return numbers.read_number(text.strip(), options.hundred_and, options.say_zero_as)
-
-
-def _ordinal(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    m = _ORDINAL.fullmatch(text)
-    return numbers.ordinal_str(m[1].replace(",", ""), options.hundred_and) if m else ""
-
-
-def _time(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    m = _CLOCK.fullmatch(text)
-    if m is None:
-        return ""
-    hour, minute = int(m["h"]), int(m["m"] or 0)
-    if m["ap"]:
-        if not 1 <= hour <= 12 or minute > 59:
-            return ""
-        return times.clock_12h(hour, minute, m["ap"].lower(), options)
-    if m["m"] is None or hour > 23 or minute > 59:
-        return ""
-    words = times.clock_24h(hour, minute, m["h"].startswith("0"), options)
-    if m["s"] and int(m["s"]) < 60:
-        words += f" and {numbers.cardinal(int(m['s']))} seconds"
-    return words
-
-
-def _date(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    fmt = fmt or options.date_order
-    parts = _DATE_PARTS.findall(text)
-    if len(parts) != len(fmt) or any(len(p) > 4 for p in parts):
-        return ""
-    fields = dict(zip(fmt, parts))
-    day, month = int(fields["d"]), int(fields["m"])
-    if not dates.valid_date(day, month):
-        return ""
-    year = dates.full_year(fields["y"]) if "y" in fields else None
-    return dates.date_words(day, month, year, options.date_order)
-
-
-def _telephone(text: str, fmt: str | None, options: NormalizeOptions) -> str:
-    if not any("0" <= c <= "9" for c in text):
-        return ""
-    return codes.phone_words(text, options)
-
-
-_SAY_AS = {
-    "characters": _characters,
-    "spell-out": _characters,
-    "digits": _digits,
-    "cardinal": _cardinal,
-    "number": _cardinal,
-    "ordinal": _ordinal,
-    "time": _time,
-    "date": _date,
-    "telephone": _telephone,
-}

@@ -10,14 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from edgetts.audio.player import (
-    Converter,
-    DeviceFormat,
-    PlaybackJob,
-    Player,
-    PlayerReport,
-    PlayerSettings,
-)
+from edgetts.audio.convert import Converter, DeviceFormat
+from edgetts.audio.job import PlaybackJob
+from edgetts.audio.player import Player, PlayerReport, PlayerSettings
 from edgetts.engine import AudioChunk
 
 

@@ -1,0 +1,149 @@
+"""The sound card: the one edge that talks to PortAudio (PyAudio).
+
+:class:`OutputStream` is the stream factory the daemon and `edgetts say` hand
+to the player (:mod:`edgetts.audio.player`); audio/ itself never imports
+PyAudio, so it runs (and is tested) without the [audio] extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import functools
+import logging
+from typing import Any
+
+from edgetts.audio.convert import DeviceFormat
+from edgetts.errors import AudioDeviceError
+
+_LOGGER = logging.getLogger(__name__)
+
+_AlsaErrorHandler = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p
+)
+_JackMessageHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+
+
+def _alsa_message(file: bytes | None, line: int, function: bytes | None, err: int, fmt: bytes | None) -> None:
+    _LOGGER.debug("ALSA %s:%s %s: %s", (file or b"").decode(errors="replace"), line,
+                  (function or b"").decode(errors="replace"), (fmt or b"").decode(errors="replace"))
+
+
+def _jack_message(message: bytes | None) -> None:
+    _LOGGER.debug("JACK %s", (message or b"").decode(errors="replace"))
+
+
+@functools.cache
+def _route_native_audio_messages() -> tuple[object, ...]:
+    """Send ALSA's and JACK's own stderr chatter to the debug log.
+
+    PortAudio probes every ALSA PCM and tries a JACK server each time it starts,
+    and both libraries print dozens of lines to stderr (about 70 on a machine
+    without a sound card), burying the one line that says what is wrong.  The
+    handlers are returned (and cached) so ctypes keeps them alive.
+    """
+    kept: list[object] = []
+    for name, setters, handler in (
+        ("asound", ("snd_lib_error_set_handler",), _AlsaErrorHandler(_alsa_message)),
+        ("jack", ("jack_set_error_function", "jack_set_info_function"), _JackMessageHandler(_jack_message)),
+    ):
+        path = ctypes.util.find_library(name)
+        if path is None:
+            continue
+        try:
+            library = ctypes.CDLL(path)
+            for setter in setters:
+                getattr(library, setter)(handler)
+        except (OSError, AttributeError) as exc:
+            _LOGGER.debug("cannot route %s messages: %s", name, exc)
+            continue
+        kept.append(handler)
+    return tuple(kept)
+
+
+def _pyaudio() -> Any:
+    try:
+        import pyaudio
+    except ImportError as exc:  # the [audio] extra is not installed
+        raise AudioDeviceError(f"PyAudio is not installed ({exc}); pip install 'edgetts[audio]'") from None
+    _route_native_audio_messages()
+    return pyaudio
+
+
+def resolve_device(pa: Any, spec: str | int | None) -> int:
+    """The PortAudio index of an output device: None/`default`, an index, or (part of) a name."""
+    if spec is None or spec == "default":
+        try:
+            return int(pa.get_default_output_device_info()["index"])
+        except (OSError, IOError) as exc:
+            raise AudioDeviceError(f"no default audio output device ({exc})") from None
+    if isinstance(spec, str) and spec.isdigit():  # `--device 2` from a command line
+        spec = int(spec)
+    outputs = []
+    for i in range(pa.get_device_count()):
+        info = pa.get_device_info_by_index(i)
+        if int(info.get("maxOutputChannels", 0)) > 0:
+            outputs.append((i, str(info.get("name", ""))))
+    if isinstance(spec, int):
+        if any(i == spec for i, _ in outputs):
+            return spec
+        raise AudioDeviceError(f"no audio output device with index {spec}")
+    for i, name in outputs:
+        if name == spec:
+            return i
+    for i, name in outputs:
+        if spec.lower() in name.lower():
+            return i
+    known = ", ".join(repr(n) for _, n in outputs) or "none"
+    raise AudioDeviceError(f"no audio output device named {spec!r} (outputs: {known})")
+
+
+class OutputStream:
+    """A blocking PyAudio output stream in a :class:`DeviceFormat` (an audio.device.StreamFactory)."""
+
+    def __init__(self, device: str | int | None, fmt: DeviceFormat, block_frames: int) -> None:
+        pyaudio = _pyaudio()
+        self.format = fmt
+        self._pa = pyaudio.PyAudio()
+        pa_format = {"int16": pyaudio.paInt16, "int32": pyaudio.paInt32, "float32": pyaudio.paFloat32}
+        try:
+            index = resolve_device(self._pa, device)
+            self._stream = self._pa.open(
+                format=pa_format[fmt.sample_format], channels=fmt.channels, rate=fmt.rate,
+                output=True, output_device_index=index, frames_per_buffer=block_frames,
+            )
+        except AudioDeviceError:
+            self._pa.terminate()
+            raise
+        except (OSError, IOError, ValueError) as exc:
+            self._pa.terminate()
+            raise AudioDeviceError(f"cannot open audio device {device!r} at {fmt.rate} Hz: {exc}") from None
+
+    def write(self, data: bytes) -> None:
+        # Blocking write: callback mode would prepend PortAudio's priming silence (system recipe §2).
+        try:
+            self._stream.write(data, exception_on_underflow=False)
+        except (OSError, IOError) as exc:
+            raise AudioDeviceError(f"audio device write failed: {exc}") from None
+
+    def drain(self) -> None:
+        """Return once everything written has been played; the stream stays usable."""
+        try:
+            self._stream.stop_stream()
+            self._stream.start_stream()
+        except (OSError, IOError) as exc:
+            raise AudioDeviceError(f"audio device drain failed: {exc}") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, IOError):
+            self._stream.stop_stream()  # drains what was written
+        with contextlib.suppress(OSError, IOError):
+            self._stream.close()
+        self._pa.terminate()
+
+    def __enter__(self) -> OutputStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
