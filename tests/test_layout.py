@@ -1,7 +1,7 @@
 """The package's shape stays true: no import cycles, layers import only downward, small modules.
 
 Pure ``ast`` over the files under edgetts/ (the package is never imported, so this runs in well
-under a second).  Every ``import`` counts, function-level and ``TYPE_CHECKING`` ones included:
+under a second); the size limits also hold for tools/ and tests/support/.  Every ``import`` counts, function-level and ``TYPE_CHECKING`` ones included:
 a cycle hidden inside a function still ties two modules together, and a lower layer that
 imports the daemon "only for a type" still cannot be lifted out without it (issue 12).
 """
@@ -51,10 +51,10 @@ class Module:
     lines: int
 
 
-def load_modules(root: Path) -> dict[str, Module]:
-    """Every module of the package under ``root``, by dotted name (a package by its own name)."""
+def load_modules(root: Path, folder: str = PACKAGE) -> dict[str, Module]:
+    """Every module under ``root / folder``, by dotted name (a package by its own name)."""
     modules: dict[str, Module] = {}
-    for path in sorted((root / PACKAGE).rglob("*.py")):
+    for path in sorted((root / folder).rglob("*.py")):
         parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -210,6 +210,12 @@ def test_layers_import_only_downward(modules: dict[str, Module]) -> None:
 
 def test_modules_and_functions_are_small(modules: dict[str, Module]) -> None:
     _fail_on("too long", size_problems(ROOT, modules))
+
+
+@pytest.mark.parametrize("folder", ["tools", "tests/support"])
+def test_tools_and_test_rigs_are_small(folder: str) -> None:
+    """The same sizes for the scripts in tools/ and the shared test rigs (issue 12)."""
+    _fail_on("too long", size_problems(ROOT, load_modules(ROOT, folder)))
 
 
 PLANTED = {
