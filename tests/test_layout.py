@@ -1,9 +1,10 @@
 """The package's shape stays true: no import cycles, layers import only downward, small modules.
 
 Pure ``ast`` over the files under edgetts/ (the package is never imported, so this runs in well
-under a second); the size limits also hold for tools/ and tests/support/.  Every ``import`` counts, function-level and ``TYPE_CHECKING`` ones included:
-a cycle hidden inside a function still ties two modules together, and a lower layer that
-imports the daemon "only for a type" still cannot be lifted out without it (issue 12).
+under a second); the size limits also hold for tools/ and tests/support/.  Every ``import``
+counts, function-level and ``TYPE_CHECKING`` ones included: a cycle hidden inside a function
+still ties two modules together, and a lower layer that imports the daemon "only for a type"
+still cannot be lifted out without it (issue 12).
 """
 
 from __future__ import annotations
