@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from edgetts.daemon.fallback import REASONS, choose, compile_rules
+from edgetts.daemon.messages import FALLBACK_REASONS
+from edgetts.engine import AudioChunk, SynthesisConfig
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import assert_played, clip_pcm, find, tone, write_clip
 from support.probe import Probe
-
-from edgetts.daemon.fallback import REASONS, choose, compile_rules
-from edgetts.daemon.messages import FALLBACK_REASONS
-from edgetts.engine import AudioChunk, SynthesisConfig
 
 FADE = int(22050 * 5 / 1000)
 
