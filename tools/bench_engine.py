@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchstats import percentile
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 ENGINES = ("edgetts", "piper", "edgetts_normalized", "edgetts_whole", "edgetts_fast")
@@ -73,15 +75,6 @@ def _vm_hwm_mb() -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024.0
     return float("nan")
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 # -- child side -----------------------------------------------------------------
@@ -209,7 +202,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {
         "load_s": med(r["load_s"] for r in runs),
         "first_audio_median_s": med(med(r["first_audio"]) for r in runs),
-        "first_audio_p95_s": med(_percentile(r["first_audio"], 0.95) for r in runs),
+        "first_audio_p95_s": med(percentile(r["first_audio"], 0.95) for r in runs),
         "first_audio_max_s": med(max(r["first_audio"]) for r in runs),
         "rtf_median": med(med(r["rtf"]) for r in runs),
         "peak_rss_mb": med(r["peak_rss_mb"] for r in runs),
@@ -220,6 +213,70 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, float]:
         "paired_streamed_vs_whole": med(r.get("paired_streamed_vs_whole", float("nan")) for r in runs),
         "first_audio_per_line_s": [med(r["first_audio"][i] for r in runs) for i in range(len(runs[0]["first_audio"]))],
     }
+
+
+def compare(raw: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One thread count's figures: each engine summarised, and the ratios between them."""
+    ours, theirs = summarise(raw["edgetts"]), summarise(raw["piper"])
+    whole = summarise(raw["edgetts_whole"])
+    fast = summarise(raw["edgetts_fast"])
+    return {
+        "edgetts": ours,
+        "piper": theirs,
+        "ratio": {k: ours[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
+        "edgetts_normalized": summarise(raw["edgetts_normalized"]),
+        "edgetts_whole": whole,
+        "edgetts_fast": fast,
+        "fast_ratio": {k: fast[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
+        "fast_first_audio_long60_vs_short": fast["first_audio_long60_s"] / fast["first_audio_short_s"],
+        "fast_first_audio_fire_drill_vs_short": fast["first_audio_fire_drill_s"] / fast["first_audio_short_s"],
+        # issue 4: streamed vs whole-sentence decoding, and first audio long vs short
+        "rtf_streamed_vs_whole": ours["rtf_median"] / whole["rtf_median"],
+        "rtf_total_streamed_vs_whole": ours["rtf_total"] / whole["rtf_total"],
+        # the same ratio measured in one process, each line both ways (the better measurement)
+        "rtf_total_streamed_vs_whole_paired": ours["paired_streamed_vs_whole"],
+        "first_audio_long60_vs_short": ours["first_audio_long60_s"] / ours["first_audio_short_s"],
+        "first_audio_fire_drill_vs_short": ours["first_audio_fire_drill_s"] / ours["first_audio_short_s"],
+        "first_audio_per_line_ratio": [
+            a / b for a, b in zip(ours["first_audio_per_line_s"], theirs["first_audio_per_line_s"])
+        ],
+    }
+
+
+def measure_threads(threads: int, runs: int, corpus: Path, noise: str) -> dict[str, list[dict[str, Any]]]:
+    """Every engine ``runs`` times in fresh processes, the order reversed every other repetition."""
+    raw: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
+    for rep in range(runs):
+        order = ENGINES if rep % 2 == 0 else tuple(reversed(ENGINES))
+        for engine in order:
+            raw[engine].append(run_child(engine, threads, corpus, noise, 1000 + rep))
+        print(f"threads={threads} run {rep + 1}/{runs} done", file=sys.stderr)
+    return raw
+
+
+def print_table(results: dict[str, Any]) -> None:
+    print(f"\ncorpus: {results['corpus']} ({results['runs']} runs per engine, medians, noise {results['noise']}; "
+          "ratio = edgetts / piper, both on the same phoneme ids)")
+    header = (f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
+              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}")
+    print(header)
+    print("-" * len(header))
+    for threads, block in results["threads"].items():
+        for metric in (*METRICS, *NEW_METRICS):
+            print(f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
+                  f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
+                  f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
+                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}")
+        print(f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
+              f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
+              f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
+              f"{block['first_audio_long60_vs_short']:.2f}, fire drill/3 words "
+              f"{block['first_audio_fire_drill_vs_short']:.2f}")
+        print(f"{threads:>7} fast start ({FAST_START_IDS} ids): first audio 60 words/3 words "
+              f"{block['fast_first_audio_long60_vs_short']:.2f}, fire drill/3 words "
+              f"{block['fast_first_audio_fire_drill_vs_short']:.2f}")
+        ratios = " ".join(f"{r:.2f}" for r in block["first_audio_per_line_ratio"])
+        print(f"{threads:>7} first audio per corpus line, edgetts/piper: {ratios}")
 
 
 def main() -> int:
@@ -243,59 +300,8 @@ def main() -> int:
     # model cache (seconds, once): do it before measuring, as an installed daemon would have.
     run_child("edgetts", 1, args.corpus, args.noise, 0)
     for threads in args.threads:
-        raw: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENGINES}
-        for rep in range(args.runs):
-            order = ENGINES if rep % 2 == 0 else tuple(reversed(ENGINES))
-            for engine in order:
-                raw[engine].append(run_child(engine, threads, args.corpus, args.noise, 1000 + rep))
-            print(f"threads={threads} run {rep + 1}/{args.runs} done", file=sys.stderr)
-        ours, theirs = summarise(raw["edgetts"]), summarise(raw["piper"])
-        whole = summarise(raw["edgetts_whole"])
-        fast = summarise(raw["edgetts_fast"])
-        results["threads"][str(threads)] = {
-            "edgetts": ours,
-            "piper": theirs,
-            "ratio": {k: ours[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
-            "edgetts_normalized": summarise(raw["edgetts_normalized"]),
-            "edgetts_whole": whole,
-            "edgetts_fast": fast,
-            "fast_ratio": {k: fast[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
-            "fast_first_audio_long60_vs_short": fast["first_audio_long60_s"] / fast["first_audio_short_s"],
-            "fast_first_audio_fire_drill_vs_short": fast["first_audio_fire_drill_s"] / fast["first_audio_short_s"],
-            # issue 4: streamed vs whole-sentence decoding, and first audio long vs short
-            "rtf_streamed_vs_whole": ours["rtf_median"] / whole["rtf_median"],
-            "rtf_total_streamed_vs_whole": ours["rtf_total"] / whole["rtf_total"],
-            # the same ratio measured in one process, each line both ways (the better measurement)
-            "rtf_total_streamed_vs_whole_paired": ours["paired_streamed_vs_whole"],
-            "first_audio_long60_vs_short": ours["first_audio_long60_s"] / ours["first_audio_short_s"],
-            "first_audio_fire_drill_vs_short": ours["first_audio_fire_drill_s"] / ours["first_audio_short_s"],
-            "first_audio_per_line_ratio": [
-                a / b for a, b in zip(ours["first_audio_per_line_s"], theirs["first_audio_per_line_s"])
-            ],
-        }
-
-    print(f"\ncorpus: {args.corpus} ({args.runs} runs per engine, medians, noise {args.noise}; "
-          "ratio = edgetts / piper, both on the same phoneme ids)")
-    header = (f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
-              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}")
-    print(header)
-    print("-" * len(header))
-    for threads, block in results["threads"].items():
-        for metric in (*METRICS, *NEW_METRICS):
-            print(f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
-                  f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
-                  f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
-                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}")
-        print(f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
-              f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
-              f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
-              f"{block['first_audio_long60_vs_short']:.2f}, fire drill/3 words "
-              f"{block['first_audio_fire_drill_vs_short']:.2f}")
-        print(f"{threads:>7} fast start ({FAST_START_IDS} ids): first audio 60 words/3 words "
-              f"{block['fast_first_audio_long60_vs_short']:.2f}, fire drill/3 words "
-              f"{block['fast_first_audio_fire_drill_vs_short']:.2f}")
-        ratios = " ".join(f"{r:.2f}" for r in block["first_audio_per_line_ratio"])
-        print(f"{threads:>7} first audio per corpus line, edgetts/piper: {ratios}")
+        results["threads"][str(threads)] = compare(measure_threads(threads, args.runs, args.corpus, args.noise))
+    print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nwrote {args.json}")

@@ -16,7 +16,7 @@
    On this 2-core VM: hog on CPU 0, inference on CPU 1, 1 thread.
    With one thread onnxruntime makes no workers, so pinning the calling thread
    is all there is (``load_voice`` builds the session; the workers' pinning for
-   threads > 1 is verified in tests/test_affinity.py).
+   threads > 1 is verified in tests/runtime/test_affinity.py).
 2. ``idle``: first-audio latency after idleness, keepalive off vs on: a
    real ``--idle-s`` idle period each way (one sample each), and, repeated,
    what other work does to an idle daemon's caches: another process streams
@@ -53,6 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
+from benchstats import percentile  # noqa: E402
+
 from edgetts.daemon.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
 from edgetts.engine import SynthesisConfig  # noqa: E402
 from edgetts.runtime.affinity import pin_current_thread  # noqa: E402
@@ -61,15 +63,6 @@ from edgetts.runtime.topology import default_threads, detect, resolve_cores  # n
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 NOISELESS = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
 MADV_PAGEOUT = 21
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 def first_audio(voice: Any, text: str) -> float:
@@ -134,7 +127,7 @@ def bench_hog(lines: list[str], rounds: int) -> dict[str, Any]:
         "hog_core": hog_core,
         "inference_cores": list(cores),
         "rows": {
-            name: {"n": len(v), "p50_s": statistics.median(v), "p95_s": pct(v, 0.95), "max_s": max(v)}
+            name: {"n": len(v), "p50_s": statistics.median(v), "p95_s": percentile(v, 0.95), "max_s": max(v)}
             for name, v in samples.items()
         },
     }
@@ -173,6 +166,41 @@ def rss_file_kb() -> int:
     return 0
 
 
+def _idle_rows(voice: Any, ka: Keepalive, text: str, idle_s: float, interval_s: float, repeats: int,
+               thrash_s: float) -> tuple[dict[str, list[float]], list[int]]:
+    """First audio after each kind of idleness; and the RssFile kB MADV_PAGEOUT reclaimed each time."""
+    first_audio(voice, text)
+    rows: dict[str, list[float]] = {"warm (1 s pause)": [], f"idle {idle_s:.0f} s, keepalive off": [],
+                                    f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s": [],
+                                    "caches thrashed, keepalive off": [],
+                                    "caches thrashed, then a keepalive run": []}
+    for _ in range(repeats):
+        time.sleep(1.0)
+        rows["warm (1 s pause)"].append(first_audio(voice, text))
+    # one real idle period each way
+    time.sleep(idle_s)
+    rows[f"idle {idle_s:.0f} s, keepalive off"].append(first_audio(voice, text))
+    ka.note_activity()
+    end = time.monotonic() + idle_s
+    while (left := end - time.monotonic()) > 0:
+        wait = ka.seconds_until_due()
+        time.sleep(min(left, wait if wait is not None else left))
+        if time.monotonic() < end:
+            ka.run_if_due()
+    rows[f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s"].append(first_audio(voice, text))
+    reclaimed = []
+    for _ in range(repeats):
+        before = rss_file_kb()
+        pageout_file_mappings()
+        reclaimed.append(before - rss_file_kb())
+        thrash(thrash_s)
+        rows["caches thrashed, keepalive off"].append(first_audio(voice, text))
+        thrash(thrash_s)
+        ka.run()
+        rows["caches thrashed, then a keepalive run"].append(first_audio(voice, text))
+    return rows, reclaimed
+
+
 def bench_idle(text: str, idle_s: float, interval_s: float, repeats: int, thrash_s: float = 2.0) -> dict[str, Any]:
     from edgetts.voice.catalog import load_voice
 
@@ -181,46 +209,16 @@ def bench_idle(text: str, idle_s: float, interval_s: float, repeats: int, thrash
     voice = load_voice("default", threads=threads)
     warm_call = lambda: voice.synthesize(KEEPALIVE_TEXT, NOISELESS)  # noqa: E731
     ka = Keepalive(interval_s, warm_call)
-    thread_cpu: list[float] = []
 
-    def measure_thread_cost() -> None:
+    def thread_cpu_of_a_run() -> float:
         t0 = time.thread_time()
         for _ in warm_call():
             pass
-        thread_cpu.append(time.thread_time() - t0)
+        return time.thread_time() - t0
 
     def body() -> dict[str, Any]:
-        first_audio(voice, text)
-        rows: dict[str, list[float]] = {"warm (1 s pause)": [], f"idle {idle_s:.0f} s, keepalive off": [],
-                                        f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s": [],
-                                        "caches thrashed, keepalive off": [],
-                                        "caches thrashed, then a keepalive run": []}
-        for _ in range(repeats):
-            time.sleep(1.0)
-            rows["warm (1 s pause)"].append(first_audio(voice, text))
-        # one real idle period each way
-        time.sleep(idle_s)
-        rows[f"idle {idle_s:.0f} s, keepalive off"].append(first_audio(voice, text))
-        ka.note_activity()
-        end = time.monotonic() + idle_s
-        while (left := end - time.monotonic()) > 0:
-            wait = ka.seconds_until_due()
-            time.sleep(min(left, wait if wait is not None else left))
-            if time.monotonic() < end:
-                ka.run_if_due()
-        rows[f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s"].append(first_audio(voice, text))
-        reclaimed = []
-        for _ in range(repeats):
-            before = rss_file_kb()
-            pageout_file_mappings()
-            reclaimed.append(before - rss_file_kb())
-            thrash(thrash_s)
-            rows["caches thrashed, keepalive off"].append(first_audio(voice, text))
-            thrash(thrash_s)
-            ka.run()
-            rows["caches thrashed, then a keepalive run"].append(first_audio(voice, text))
-        for _ in range(3):
-            measure_thread_cost()
+        rows, reclaimed = _idle_rows(voice, ka, text, idle_s, interval_s, repeats, thrash_s)
+        thread_cpu = [thread_cpu_of_a_run() for _ in range(3)]
         stats = ka.stats()
         return {
             "threads": threads,
@@ -243,7 +241,7 @@ def _memprobe(mode: str) -> None:
     import numpy as np
     import onnxruntime as ort
 
-    from edgetts import memlock
+    from edgetts.runtime import memlock
     from edgetts.voice.catalog import default_voice_path
 
     path = str(default_voice_path())

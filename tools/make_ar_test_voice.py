@@ -5,7 +5,7 @@
 
 The LM is a randomly initialised Qwen2 (2 layers, hidden 64, 4 heads, 2 KV heads,
 vocab 291: 256 byte tokens, sos, task_id, 32 speech tokens, one stop token),
-exported with tools/export_qwen2_onnx.py.  The decoder is deterministic:
+written with tools/qwen2_graph.py.  The decoder is deterministic:
 embedding -> 1-D conv (kernel 3, so one token of context each side) -> tanh ->
 linear upsample to 960 samples per token -> tanh (24 kHz at 25 tokens/s).
 Needs numpy and onnx only.
@@ -23,7 +23,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from export_qwen2_onnx import LmShape, build_block_lm, random_qwen2_weights, save_model
+from export_qwen2_onnx import random_qwen2_weights, save_model
+from qwen2_graph import LmShape, build_block_lm
 
 SPEECH_VOCAB = 32
 SOS, TASK_ID, SPEECH_OFFSET = 256, 257, 258
@@ -40,6 +41,27 @@ TINY_SHAPE = LmShape(
     num_kv_heads=2,
     head_dim=16,
 )
+"""The one tiny Qwen2: this voice's LM, and (with its own vocabulary) the export test's HF
+checkpoint and tools/bench_ar.py's smoke run."""
+DECODER = {
+    "path": "decoder.onnx",
+    "samples_per_token": SAMPLES_PER_TOKEN,
+    "left_context_tokens": 1,
+    "lookahead_tokens": 1,
+}
+TOKENS = {
+    "sos": SOS,
+    "task_id": TASK_ID,
+    "speech_offset": SPEECH_OFFSET,
+    "speech_vocab_size": SPEECH_VOCAB,
+    "stop": [STOP],
+}
+SAMPLING = {"top_k": 25, "top_p": 0.8, "win_size": 10, "tau_r": 0.1}
+KV_SHAPE = {
+    "num_layers": TINY_SHAPE.num_layers,
+    "num_kv_heads": TINY_SHAPE.num_kv_heads,
+    "head_dim": TINY_SHAPE.head_dim,
+}
 
 
 def build_decoder(seed: int = 1, channels: int = 8) -> onnx.ModelProto:
@@ -113,41 +135,15 @@ def make_voice(
         "sample_rate": SAMPLE_RATE,
         "layout": layout,
         "lm": {"path": "lm.onnx", "vocab_size": VOCAB},
-        "decoder": {
-            "path": "decoder.onnx",
-            "samples_per_token": SAMPLES_PER_TOKEN,
-            "left_context_tokens": 1,
-            "lookahead_tokens": 1,
-            "chunk_tokens": chunk_tokens,
-            "crossfade_samples": crossfade_samples,
-        },
+        "decoder": {**DECODER, "chunk_tokens": chunk_tokens, "crossfade_samples": crossfade_samples},
         "tokenizer": {"type": "bytes", "offset": 0},
-        "tokens": {
-            "sos": SOS,
-            "task_id": TASK_ID,
-            "speech_offset": SPEECH_OFFSET,
-            "speech_vocab_size": SPEECH_VOCAB,
-            "stop": [STOP],
-        },
+        "tokens": TOKENS,
         "prompt": {
             "text_ids": list(prompt_text.encode("utf-8")),
             "speech_tokens": rng.integers(0, SPEECH_VOCAB, prompt_speech_len).tolist(),
         },
-        "sampling": {
-            "top_k": 25,
-            "top_p": 0.8,
-            "win_size": 10,
-            "tau_r": 0.1,
-            "min_len_ratio": min_len_ratio,
-            "max_len_ratio": max_len_ratio,
-        },
-        "kv": {
-            "num_layers": TINY_SHAPE.num_layers,
-            "num_kv_heads": TINY_SHAPE.num_kv_heads,
-            "head_dim": TINY_SHAPE.head_dim,
-            "block_size": block_size,
-            "max_sequence_tokens": max_sequence_tokens,
-        },
+        "sampling": {**SAMPLING, "min_len_ratio": min_len_ratio, "max_len_ratio": max_len_ratio},
+        "kv": {**KV_SHAPE, "block_size": block_size, "max_sequence_tokens": max_sequence_tokens},
         "text": {"max_tokens_per_segment": max_tokens_per_segment},
     }
     path = out / "voice.json"

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from edgetts.audio.loudness import PEAK_CEILING, gain_for, loudness_dbfs, normalized
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import tone, write_clip
 from support.probe import Probe
-
-from edgetts.audio.loudness import PEAK_CEILING, gain_for, loudness_dbfs, normalized
 
 RATE = 22050
 

@@ -10,11 +10,12 @@ import wave
 from pathlib import Path
 
 import numpy as np
-from support.alsa import Capture
 
 from edgetts import __version__
 from edgetts.audio.wav import read_wav
 from edgetts.engine import SynthesisConfig
+
+from support.alsa import Capture
 
 
 def edgetts(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

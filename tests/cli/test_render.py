@@ -10,14 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from edgetts.daemon.clips import read_wav
+from edgetts.daemon.phrase_cache import SUFFIX
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.paths import ROOT
 from support.probe import Probe
-
-from edgetts.daemon.clips import read_wav
-from edgetts.daemon.phrase_cache import SUFFIX
 
 
 def run_render(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

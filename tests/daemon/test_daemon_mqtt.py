@@ -7,16 +7,17 @@ import socket
 from pathlib import Path
 
 import pytest
+
+from edgetts.config import parse_config
+from edgetts.daemon.mqtt import MqttSetupError, resolve_password
+from edgetts.daemon.sdnotify import Notifier
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.notify import NotifySocket
 from support.probe import Probe
-
-from edgetts.config import parse_config
-from edgetts.daemon.mqtt import MqttSetupError, resolve_password
-from edgetts.daemon.sdnotify import Notifier
 
 pytestmark = pytest.mark.mqtt
 

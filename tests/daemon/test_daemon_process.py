@@ -15,16 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from edgetts.engine import SynthesisConfig
+from edgetts.runtime.memlock import find_initializers
+from edgetts.voice.catalog import default_voice_path
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import DaemonProcess, config_yaml
 from support.notify import NotifySocket
 from support.pcm import assert_played
 from support.probe import Probe
-
-from edgetts.engine import SynthesisConfig
-from edgetts.runtime.memlock import find_initializers
-from edgetts.voice.catalog import default_voice_path
 
 pytestmark = pytest.mark.mqtt
 
@@ -142,9 +143,9 @@ def test_missing_voice_the_service_still_starts_on_clips(
     daemon_processes: list[DaemonProcess],
 ) -> None:
     """Issue 6 (it used to exit 1): READY=1, `degraded: voice` with the reason, clips play."""
-    from support.pcm import clip_pcm, tone, write_clip
-
     from edgetts.daemon.clips import ClipLibrary
+
+    from support.pcm import clip_pcm, tone, write_clip
 
     clips = tmp_path / "clips"
     clips.mkdir()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml

@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+
+from edgetts.runtime.memlock import read_vmlck
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.probe import Probe
-
-from edgetts.runtime.memlock import read_vmlck
 
 pytestmark = pytest.mark.mqtt
 

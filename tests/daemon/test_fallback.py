@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from edgetts.daemon.fallback import choose, compile_rules
+from edgetts.engine import AudioChunk, SynthesisConfig
+from edgetts.vocabulary import FALLBACK_REASONS
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import assert_played, clip_pcm, find, tone, write_clip
 from support.probe import Probe
-
-from edgetts.daemon.fallback import choose, compile_rules
-from edgetts.engine import AudioChunk, SynthesisConfig
-from edgetts.vocabulary import FALLBACK_REASONS
 
 FADE = int(22050 * 5 / 1000)
 

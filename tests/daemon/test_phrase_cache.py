@@ -11,15 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
+from edgetts.engine import AudioChunk, SynthesisConfig
+
 from support.alsa import Capture
 from support.broker import Broker
 from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import assert_played
 from support.probe import Probe
-
-from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
-from edgetts.engine import AudioChunk, SynthesisConfig
 
 FADE = int(22050 * 5 / 1000)
 

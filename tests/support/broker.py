@@ -68,17 +68,9 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: flo
     raise RuntimeError(f"mosquitto did not listen on {port}: {log.read_text()[-2000:]}")
 
 
-@pytest.fixture(scope="session")
-def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    """mosquitto on free 127.0.0.1 ports: anonymous, password, TLS+password, mutual TLS."""
-    d = tmp_path_factory.mktemp("mosquitto")
-    (d / "data").mkdir()
-    _make_certs(d)
-    user, password = "edge", "edge-test-pw"
-    subprocess.run(["mosquitto_passwd", "-c", "-b", str(d / "passwd"), user, password], check=True,
-                   capture_output=True, timeout=10)
-    p_anon, p_auth, p_tls, p_mtls = _free_ports(4)
-    (d / "mosquitto.conf").write_text(f"""\
+def _config(d: Path, p_anon: int, p_auth: int, p_tls: int, p_mtls: int) -> str:
+    """mosquitto.conf for the four listeners, persistence and password file in ``d``."""
+    return f"""\
 per_listener_settings true
 # started as root, mosquitto would drop to user 'mosquitto' and then could not
 # read the 0600 keys or write persistence here (system recipe, gotcha 1)
@@ -116,16 +108,20 @@ use_identity_as_username true
 cafile {d}/ca.crt
 certfile {d}/server.crt
 keyfile {d}/server.key
-""")
+"""
+
+
+@contextlib.contextmanager
+def _running(d: Path, ports: list[int]) -> Iterator[None]:
+    """mosquitto on ``d / "mosquitto.conf"`` until the block ends; entered once every port listens."""
     log = d / "mosquitto.log"
     with open(log, "wb") as logf:
         proc = subprocess.Popen(["mosquitto", "-c", str(d / "mosquitto.conf")], stdout=logf,
                                 stderr=subprocess.STDOUT)
     try:
-        for port in (p_anon, p_auth, p_tls, p_mtls):
+        for port in ports:
             _wait_port(port, proc, log)
-        yield Broker("127.0.0.1", p_anon, p_auth, p_tls, p_mtls, user, password, d / "ca.crt",
-                     d / "client.crt", d / "client.key", d)
+        yield
     finally:
         proc.terminate()
         try:
@@ -133,3 +129,18 @@ keyfile {d}/server.key
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """mosquitto on free 127.0.0.1 ports: anonymous, password, TLS+password, mutual TLS."""
+    d = tmp_path_factory.mktemp("mosquitto")
+    (d / "data").mkdir()
+    _make_certs(d)
+    user, password = "edge", "edge-test-pw"
+    subprocess.run(["mosquitto_passwd", "-c", "-b", str(d / "passwd"), user, password], check=True,
+                   capture_output=True, timeout=10)
+    ports = _free_ports(4)
+    (d / "mosquitto.conf").write_text(_config(d, *ports))
+    with _running(d, ports):
+        yield Broker("127.0.0.1", *ports, user, password, d / "ca.crt", d / "client.crt", d / "client.key", d)

@@ -18,6 +18,7 @@ torch = pytest.importorskip(
 transformers = pytest.importorskip("transformers", reason="transformers builds the reference Qwen2")
 
 import onnxruntime as ort
+from make_ar_test_voice import TINY_SHAPE
 
 from edgetts.voice.ar.kv_cache import BlockPool, KvLayout
 from edgetts.voice.ar.lm import BlockLm
@@ -27,11 +28,11 @@ from edgetts.voice.ar.lm import BlockLm
 def checkpoint(tmp_path_factory):
     cfg = transformers.Qwen2Config(
         vocab_size=300,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=TINY_SHAPE.hidden_size,
+        intermediate_size=TINY_SHAPE.intermediate_size,
+        num_hidden_layers=TINY_SHAPE.num_layers,
+        num_attention_heads=TINY_SHAPE.num_heads,
+        num_key_value_heads=TINY_SHAPE.num_kv_heads,
         max_position_embeddings=1024,
         rope_theta=10000.0,
         tie_word_embeddings=False,
@@ -117,7 +118,6 @@ def test_rejects_a_non_qwen2_directory(tmp_path):
 
 def test_large_models_get_external_weights_that_load(tmp_path):
     from export_qwen2_onnx import build_block_lm, random_qwen2_weights, save_model
-    from make_ar_test_voice import TINY_SHAPE
 
     save_model(
         build_block_lm(TINY_SHAPE, random_qwen2_weights(TINY_SHAPE)),

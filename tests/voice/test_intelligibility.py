@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.asr import transcribe, word_error_rate
 
 from edgetts.engine import SynthesisConfig
+
+from support.asr import transcribe, word_error_rate
 
 CASES = [
     ("Mind the gap between the train and the platform.", {"mind", "gap", "train", "platform"}),

@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from support.paths import corpus_lines
 
 from edgetts.voice.piper.phonemize import _clause_terminator, phonemize, phonemize_clauses
+
+from support.paths import corpus_lines
 
 # piper-tts 1.8.0 links espeak-ng at an unreleased commit (212928b, 2025-03-22);
 # the newest released espeak-ng (1.52.0, on PyPI and in Debian) has an older

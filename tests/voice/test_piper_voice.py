@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.paths import corpus_lines
 
 from edgetts.engine import SynthesisConfig, Voice
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.voice.catalog import DEFAULT_VOICE_NAME, list_voices, load_voice, resolve_voice
 from edgetts.voice.onnx_session import RuntimeOptions, session_options
 from edgetts.voice.piper.voice import PiperVoice
+
+from support.paths import corpus_lines
 
 DETERMINISTIC = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
 

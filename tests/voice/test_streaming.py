@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.paths import corpus_lines
 
 from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import TextOptions
@@ -15,6 +14,8 @@ from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.onnx_session import RuntimeOptions
 from edgetts.voice.piper.streaming import plan_windows
 from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+
+from support.paths import corpus_lines
 
 RAW = SynthesisConfig(noise_scale=0.0, noise_w=0.0, normalize_audio=False)
 
