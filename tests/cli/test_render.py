@@ -10,11 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.alsa import Capture
 from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
+from support.daemon import config_yaml
 from support.paths import ROOT
-from support.probe import Probe
 
 from edgetts.daemon.clips import read_wav
 from edgetts.daemon.phrase_cache import SUFFIX
@@ -121,8 +119,8 @@ def test_txt_file_failures_and_errors(setup, tmp_path: Path) -> None:
 
 
 @pytest.mark.mqtt
-def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mosquitto: Broker,
-                                                      alsa_capture: Capture, test_voices) -> None:
+def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mosquitto: Broker, daemon_rig,
+                                                      test_voices) -> None:
     _config, cache, clips = setup
     # one file for both: `edgetts render` reads what it needs of the daemon's own config
     daemon_config = tmp_path / "daemon.yaml"
@@ -132,16 +130,7 @@ def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mos
     txt = tmp_path / "p.txt"
     txt.write_text("Platform 3 for the 10:15 to Leeds.\n")
     assert run_render(str(txt), "--config", str(daemon_config)).returncode == 0
-    probe = Probe(mosquitto, "test", "render-1")
-    daemon = InProcessDaemon(daemon_config, None)  # the real loader: the same test voice files
-    try:
-        probe.wait_status(lambda s: s["state"] == "online", 30)
-        probe.publish({"id": "r1", "text": "Platform 3 for the 10:15 to Leeds."})
-        probe.wait_event("r1", "finished")
-        assert probe.wait_event("r1", "started").get("cached") is True
-        probe.publish({"id": "r2", "text": "Not rendered before."})
-        probe.wait_event("r2", "finished")
-        assert "cached" not in probe.wait_event("r2", "started")
-    finally:
-        daemon.stop()
-        probe.close()
+    # the real loader: the same test voice files
+    rig = daemon_rig(real_voices=True, config=daemon_config, online_timeout=30)
+    assert rig.say("r1", "Platform 3 for the 10:15 to Leeds.").get("cached") is True
+    assert "cached" not in rig.say("r2", "Not rendered before.")
