@@ -63,12 +63,12 @@ def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
 def test_render_speaks_as_the_daemon_would(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from edgetts.cli.render import _load_voice
+    from edgetts.cli.render import render_voice
     from edgetts.config import Config
 
     config = Config()
     config = replace(config, voice=replace(config.voice, threads=1, streaming=True, fast_start_ids=64))
-    voice = _load_voice(config.voice.name, config)
+    voice = render_voice(config.voice.name, config)
     assert voice.streaming is not None and voice.streaming.fast_start_ids == 64  # type: ignore[attr-defined]
 
 
