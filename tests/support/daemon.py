@@ -50,7 +50,7 @@ class DaemonRig:
     voices record what they are asked to say in :attr:`said`.
     """
 
-    def __init__(self, config: Path, broker: Broker, capture: Capture | None, voices: dict[str, Any] | None, *,
+    def __init__(self, config: Path, broker: Broker, capture: Capture, voices: dict[str, Any] | None, *,
                  notifier: Any = None, stream_factory: Any = None) -> None:
         from edgetts.config import load_config
         from edgetts.daemon.loop import Daemon, DaemonOptions
@@ -159,20 +159,19 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
                request: pytest.FixtureRequest) -> Iterator[Callable[..., DaemonRig]]:
     """Makes :class:`DaemonRig`s against the test broker and the ALSA capture; all closed in teardown.
 
-    ``make(voice=None, *, voices=None, real_voices=False, config=None, device=None, clips=None,
+    ``make(voice=None, *, real_voices=False, config=None, device=None, clips=None,
     notifier=None, stream_factory=None, online_timeout=15.0, **config_yaml_args)``: the fake
-    default voice is ``voice`` (a new FakeVoice when None), beside a 16 kHz fake `alt` and
-    ``voices`` (more fakes by model name); ``real_voices`` uses the real loader instead.
+    default voice (model `default`) is ``voice`` (a new FakeVoice when None), beside a 16 kHz
+    fake for model `alt`; ``real_voices`` uses the real loader instead.
     ``config``: a config file to run as it is; else one is written from ``config_yaml`` with
     ``device`` (default: one of its own) and ``clips`` (name -> audio) written into a clip
     folder named by `clips.dir`.
     """
     rigs: list[DaemonRig] = []
 
-    def make(voice: Any = None, *, voices: dict[str, Any] | None = None, real_voices: bool = False,
-             config: Path | None = None, device: str | None = None, clips: dict[str, np.ndarray] | None = None,
-             notifier: Any = None, stream_factory: Any = None, online_timeout: float | None = 15.0,
-             **cfg: Any) -> DaemonRig:
+    def make(voice: Any = None, *, real_voices: bool = False, config: Path | None = None, device: str | None = None,
+             clips: dict[str, np.ndarray] | None = None, notifier: Any = None, stream_factory: Any = None,
+             online_timeout: float | None = 15.0, **cfg: Any) -> DaemonRig:
         if config is None:
             device = device or _device(request, len(rigs))
             if clips is not None:
@@ -183,8 +182,8 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
                 cfg["extra"] = f"clips:\n  dir: {folder}\n{cfg.get('extra', '')}"
             config = tmp_path / f"{device}.yaml"
             config.write_text(config_yaml(mosquitto, device, **cfg))
-        fakes = None if real_voices else {
-            "default": FakeVoice() if voice is None else voice, "alt": FakeVoice("alt", 16000), **(voices or {})}
+        fakes = None if real_voices else {"default": FakeVoice() if voice is None else voice,
+                                          "alt": FakeVoice("alt", 16000)}
         rig = DaemonRig(config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory)
         rigs.append(rig)
         if online_timeout is not None:
