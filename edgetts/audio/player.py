@@ -120,6 +120,11 @@ class Player:
         """For new jobs: the format of the latest settings (a job carries its own format)."""
         return Converter(self._latest.format)
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The audio thread (where it runs is what cpu.audio_core decides)."""
+        return self._thread
+
     def probe(self) -> None:
         """Open and close the device once (before READY=1); raises AudioDeviceError."""
         s = self._settings

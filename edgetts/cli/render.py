@@ -2,9 +2,11 @@
 
 Into the phrase cache (so the daemon plays them at once) or into named clips
 (``<clips.dir>/<name>.wav``, usable as ``{"clip": name}``, chimes and
-fallbacks).  Keys are computed exactly as the daemon computes them (same voice
-hash, normalised text, synthesis settings), so a folder rendered on a bigger
-machine with the same voice files and config can be copied to the board.
+fallbacks).  Voices are loaded, keyed and stored with the daemon's own code
+(edgetts.daemon.assets, .phrase_cache, .synth: same voice hash, normalised
+text, synthesis settings, a streaming voice's windows joined into sentences),
+so a folder rendered on a bigger machine with the same voice files and config
+can be copied to the board.
 
 A second run does nothing that is not needed: phrases already in the cache
 are skipped, clips whose WAV would not change are left alone (``--force``
@@ -34,8 +36,10 @@ import numpy as np
 import yaml
 
 from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
+from edgetts.daemon.assets import load_configured_voice
 from edgetts.daemon.clips import ClipError, check_clip_name, write_wav
 from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
+from edgetts.daemon.synth import store_play
 from edgetts.engine import Voice
 from edgetts.errors import EdgeTTSError
 
@@ -180,18 +184,14 @@ class Summary:
 VoiceFactory = Callable[[str, Config], Voice]
 
 
-def _load_voice(name: str, config: Config) -> Voice:
-    from edgetts.voice.catalog import load_voice
-
-    settings = config.all_voices()[name]
-    # As the daemon speaks it (phrase_key tells streamed phrases apart).
-    return load_voice(settings.model, threads=settings.threads, text=config.text_options(),
-                      streaming=settings.streaming, fast_start_ids=settings.fast_start_ids)
+def render_voice(name: str, config: Config) -> Voice:
+    """The configured voice ``name`` as the daemon speaks it (phrase_key tells streamed phrases apart)."""
+    return load_configured_voice(config.all_voices()[name], config.text_options())
 
 
 def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_dir: Path | None, *,
            force: bool = False, progress: Progress | None = None, err: IO[str] = sys.stderr,
-           voice_factory: VoiceFactory = _load_voice) -> Summary:
+           voice_factory: VoiceFactory = render_voice) -> Summary:
     """Render ``items``; per-item failures are reported on ``err`` and counted."""
     summary = Summary()
     voices: dict[str, tuple[Voice, str]] = {}
@@ -202,29 +202,7 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
             if it.voice not in voices:
                 voice = voice_factory(it.voice, config)
                 voices[it.voice] = (voice, voice_hash(voice))
-            voice, digest = voices[it.voice]
-            settings = voice_synthesis_config(config.all_voices()[it.voice])
-            key = phrase_key(config, it.voice, digest, it.text, settings)
-            hit = None if force or cache is None else cache.get(key)
-            if hit is not None:
-                sentences, rate = list(hit.sentences), hit.sample_rate
-                if it.clip is None:
-                    summary.cached += 1
-            else:
-                chunks = list(voice.synthesize(it.text, settings))
-                if not chunks:
-                    raise EdgeTTSError("no audio was produced")
-                sentences, rate = [c.audio for c in chunks], chunks[0].sample_rate
-                if cache is not None:
-                    cache.put(key, rate, sentences, it.text)
-                if it.clip is None:
-                    summary.rendered += 1
-            if it.clip is not None:
-                assert clips_dir is not None
-                if _write_clip(clips_dir / f"{it.clip}.wav", np.concatenate(sentences), rate, force):
-                    summary.clips_written += 1
-                else:
-                    summary.clips_unchanged += 1
+            _render_item(it, config, *voices[it.voice], cache, clips_dir, force, summary)
         except EdgeTTSError as exc:
             summary.failed += 1
             if progress is not None and progress.enabled:
@@ -234,6 +212,32 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
         progress.show(len(items), "done")
         progress.close()
     return summary
+
+
+def _render_item(it: Item, config: Config, voice: Voice, digest: str, cache: PhraseCache | None,
+                 clips_dir: Path | None, force: bool, summary: Summary) -> None:
+    settings = voice_synthesis_config(config.all_voices()[it.voice])
+    key = phrase_key(config, it.voice, digest, it.text, settings)
+    hit = None if force or cache is None else cache.get(key)
+    if hit is not None:
+        sentences, rate = list(hit.sentences), hit.sample_rate
+        if it.clip is None:
+            summary.cached += 1
+    else:
+        chunks = list(voice.synthesize(it.text, settings))
+        if not chunks:
+            raise EdgeTTSError("no audio was produced")
+        sentences, rate = [c.audio for c in chunks], chunks[0].sample_rate
+        if cache is not None:
+            store_play(cache, key, it.text, chunks)
+        if it.clip is None:
+            summary.rendered += 1
+    if it.clip is not None:
+        assert clips_dir is not None
+        if _write_clip(clips_dir / f"{it.clip}.wav", np.concatenate(sentences), rate, force):
+            summary.clips_written += 1
+        else:
+            summary.clips_unchanged += 1
 
 
 def _write_clip(path: Path, audio: np.ndarray, rate: int, force: bool) -> bool:

@@ -223,6 +223,11 @@ class MqttLink:
         self.start()
 
     # ------------------------------------------------------- any thread
+    def socket(self) -> Any:
+        """The connection's socket (None when not connected): its options are checked by the tests."""
+        client = self._client
+        return client.socket() if client is not None else None
+
     def ack(self, handle: AckHandle) -> None:
         """Acknowledge a message whose announcement has ended (thread-safe in paho)."""
         client = self._client

@@ -56,9 +56,6 @@ class Notifier:
     def watchdog(self) -> bool:
         return self.notify("WATCHDOG=1")
 
-    def reloading(self) -> bool:
-        return self.notify("RELOADING=1")
-
     def stopping(self, status: str = "stopping") -> bool:
         return self.notify("STOPPING=1", f"STATUS={status}")
 

@@ -11,11 +11,7 @@ import pytest
 from edgetts.audio.loudness import PEAK_CEILING, gain_for, loudness_dbfs, normalized
 
 from support.alsa import Capture
-from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
-from support.fakes import FakeVoice
 from support.pcm import tone, write_clip
-from support.probe import Probe
 
 RATE = 22050
 
@@ -61,7 +57,7 @@ def captured_level(pcm: np.ndarray) -> float:
 
 @pytest.mark.mqtt
 @pytest.mark.parametrize("target", [None, -24.0])
-def test_fallback_clip_as_loud_as_speech(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
+def test_fallback_clip_as_loud_as_speech(daemon_rig, alsa_capture: Capture, tmp_path: Path,
                                          target: float | None) -> None:
     clips = tmp_path / "clips"
     clips.mkdir()
@@ -69,10 +65,8 @@ def test_fallback_clip_as_loud_as_speech(mosquitto: Broker, alsa_capture: Captur
     write_clip(clips / "blast.wav", tone(500, 1.0, amp=0.95))  # about -3.5 dBFS
     device = f"loud-{target}".replace(".", "_")
     loud = "" if target is None else f"loudness:\n  target_dbfs: {target}\n"
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, device, extra=f"clips:\n  dir: {clips}\n{loud}"))
-    probe = Probe(mosquitto, "test", device)
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    rig = daemon_rig(device=device, extra=f"clips:\n  dir: {clips}\n{loud}", online_timeout=None)
+    probe = rig.probe
     try:
         probe.wait_status(lambda s: s["state"] == "online")
         levels = {}
@@ -88,5 +82,4 @@ def test_fallback_clip_as_loud_as_speech(mosquitto: Broker, alsa_capture: Captur
         if target is None:  # speech untouched: the fake voice's 0.5 sines (about -9 dBFS)
             assert levels["speech"] == pytest.approx(-9.0, abs=1.0)
     finally:
-        daemon.stop()
-        probe.close()
+        rig.close()

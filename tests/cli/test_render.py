@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 
 from edgetts.daemon.clips import read_wav
-from edgetts.daemon.phrase_cache import SUFFIX
+from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache
 
-from support.alsa import Capture
 from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
+from support.daemon import config_yaml
 from support.paths import ROOT
-from support.probe import Probe
+from support.pcm import assert_played
 
 
 def run_render(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -122,8 +121,8 @@ def test_txt_file_failures_and_errors(setup, tmp_path: Path) -> None:
 
 
 @pytest.mark.mqtt
-def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mosquitto: Broker,
-                                                      alsa_capture: Capture, test_voices) -> None:
+def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mosquitto: Broker, daemon_rig,
+                                                      test_voices) -> None:
     _config, cache, clips = setup
     # one file for both: `edgetts render` reads what it needs of the daemon's own config
     daemon_config = tmp_path / "daemon.yaml"
@@ -133,16 +132,32 @@ def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mos
     txt = tmp_path / "p.txt"
     txt.write_text("Platform 3 for the 10:15 to Leeds.\n")
     assert run_render(str(txt), "--config", str(daemon_config)).returncode == 0
-    probe = Probe(mosquitto, "test", "render-1")
-    daemon = InProcessDaemon(daemon_config, None)  # the real loader: the same test voice files
-    try:
-        probe.wait_status(lambda s: s["state"] == "online", 30)
-        probe.publish({"id": "r1", "text": "Platform 3 for the 10:15 to Leeds."})
-        probe.wait_event("r1", "finished")
-        assert probe.wait_event("r1", "started").get("cached") is True
-        probe.publish({"id": "r2", "text": "Not rendered before."})
-        probe.wait_event("r2", "finished")
-        assert "cached" not in probe.wait_event("r2", "started")
-    finally:
-        daemon.stop()
-        probe.close()
+    # the real loader: the same test voice files
+    rig = daemon_rig(real_voices=True, config=daemon_config, online_timeout=30)
+    assert rig.say("r1", "Platform 3 for the 10:15 to Leeds.").get("cached") is True
+    assert "cached" not in rig.say("r2", "Not rendered before.")
+
+
+@pytest.mark.mqtt
+def test_render_of_a_streaming_voice_stores_sentences_the_daemon_plays(tmp_path: Path, mosquitto: Broker,
+                                                                       daemon_rig) -> None:
+    """Issue 12: render stored a streaming voice's windows as if they were sentences."""
+    cache = tmp_path / "cache"
+    config = tmp_path / "daemon.yaml"
+    config.write_text(config_yaml(mosquitto, "render-stream", voice_extra="streaming: true",
+                                  extra=f"cache:\n  dir: {cache}\n  max_mb: 50\n"))
+    text = "Platform 3 for the 10:15 to Leeds. Mind the gap."  # each sentence in several windows
+    phrases = tmp_path / "p.txt"
+    phrases.write_text(f"{text}\n")
+    out = run_render(str(phrases), "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    [entry] = cache.glob(f"*{SUFFIX}")
+    stored = PhraseCache(cache, 50_000_000).get(entry.stem)
+    assert stored is not None and len(stored.sentences) == 2  # whole sentences, as the daemon stores them
+    # the daemon, the real default voice with the same config: played from the cache, the voice not run
+    rig = daemon_rig(real_voices=True, config=config, online_timeout=60)
+    started = rig.say("s1", text, timeout=60)
+    assert started.get("cached") is True, started
+    assert text not in rig.said
+    expected = np.clip(np.concatenate(stored.sentences) * 32767.0, -32767, 32767).astype(np.int16)
+    assert assert_played(rig.capture.pcm(), expected, int(22050 * 5 / 1000)) == 0

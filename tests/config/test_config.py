@@ -165,7 +165,7 @@ def test_check_and_print_config_verbs(tmp_path: Path) -> None:
 
 def test_text_settings_reach_the_voice(test_voices: dict[str, Path]) -> None:
     from edgetts.config import VoiceModelSettings
-    from edgetts.daemon.loop import load_configured_voice
+    from edgetts.daemon.assets import load_configured_voice
 
     config = parse_config(
         "normalize:\n  time_24h: 12h\nlexicon:\n  Reading: /ɹˈɛdɪŋ/\n  Leicester: Lester\n", "F"

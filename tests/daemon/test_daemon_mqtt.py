@@ -12,12 +12,8 @@ from edgetts.config import parse_config
 from edgetts.daemon.mqtt import MqttSetupError, resolve_password
 from edgetts.daemon.sdnotify import Notifier
 
-from support.alsa import Capture
 from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
-from support.fakes import FakeVoice
 from support.notify import NotifySocket
-from support.probe import Probe
 
 pytestmark = pytest.mark.mqtt
 
@@ -41,20 +37,17 @@ def _mqtt(kind: str, b: Broker, tmp: Path) -> tuple[int, str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("kind", ["password", "password_file", "credential", "tls", "mtls", "v311"])
-def test_connects_and_announces(kind: str, mosquitto: Broker, alsa_capture: Capture,
-                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connects_and_announces(kind: str, daemon_rig, mosquitto: Broker, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
     port, mqtt_extra, env = _mqtt(kind, mosquitto, tmp_path)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    device = f"conn-{kind.replace('_', '-')}"
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, device, port=port, mqtt_extra=mqtt_extra,
-                                  device_extra="groups: [platform-2]"))
-    probe = Probe(mosquitto, "test", device)  # the probe uses the anonymous listener
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    # the probe uses the anonymous listener
+    rig = daemon_rig(device=f"conn-{kind.replace('_', '-')}", port=port, mqtt_extra=mqtt_extra,
+                     device_extra="groups: [platform-2]")
+    probe = rig.probe
     try:
-        probe.wait_status(lambda s: s["state"] == "online", 15)
-        sock = daemon.daemon._link._client.socket()
+        sock = rig.daemon.link.socket()
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         probe.publish({"id": f"{kind}-1", "text": "Hello."})
         probe.wait_event(f"{kind}-1", "finished")
@@ -64,26 +57,22 @@ def test_connects_and_announces(kind: str, mosquitto: Broker, alsa_capture: Capt
         probe.publish({"id": f"{kind}-grp", "text": "Platform two."}, topic="test/group/platform-2/announce")
         probe.wait_event(f"{kind}-grp", "finished")
     finally:
-        assert daemon.stop() == 0
-        probe.close()
+        assert rig.stop() == 0
 
 
-def test_wrong_password_is_reported_not_fatal(mosquitto: Broker, alsa_capture: Capture,
-                                              tmp_path: Path) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "conn-bad", port=mosquitto.port_auth,
-                                  mqtt_extra=f"username: {mosquitto.user}\npassword: wrong\n"))
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+def test_wrong_password_is_reported_not_fatal(daemon_rig, mosquitto: Broker) -> None:
+    rig = daemon_rig(device="conn-bad", port=mosquitto.port_auth, online_timeout=None,
+                     mqtt_extra=f"username: {mosquitto.user}\npassword: wrong\n")
     try:
         import time
 
         deadline = time.monotonic() + 10
-        while "mqtt" not in daemon.daemon._degraded and time.monotonic() < deadline:
+        while "mqtt" not in rig.daemon.degraded and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert "refused" in daemon.daemon._degraded.get("mqtt", ""), daemon.daemon._degraded
-        assert daemon.thread.is_alive()
+        assert "refused" in rig.daemon.degraded.get("mqtt", ""), rig.daemon.degraded
+        assert rig.thread.is_alive()
     finally:
-        assert daemon.stop() == 0
+        assert rig.stop() == 0
 
 
 def test_missing_credential_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,15 +82,12 @@ def test_missing_credential_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -
         resolve_password(cfg.mqtt)
 
 
-def test_sd_notify_ready_watchdog_stopping(mosquitto: Broker, alsa_capture: Capture,
-                                           notify_socket: NotifySocket, tmp_path: Path) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "notify"))
+def test_sd_notify_ready_watchdog_stopping(daemon_rig, notify_socket: NotifySocket) -> None:
     notifier = Notifier({"NOTIFY_SOCKET": str(notify_socket.path), "WATCHDOG_USEC": "400000"})
     assert notifier.watchdog_s == 0.4
-    daemon = InProcessDaemon(config, {"default": FakeVoice()}, notifier=notifier)
+    rig = daemon_rig(device="notify", notifier=notifier, online_timeout=None)
     notify_socket.collect(lambda m: sum(x == "WATCHDOG=1" for x in m) >= 3, 10)
-    assert daemon.stop() == 0
+    assert rig.stop() == 0
     notify_socket.collect(lambda m: any(x.startswith("STOPPING=1") for x in m), 3)
     msgs = notify_socket.messages
     ready = next(i for i, m in enumerate(msgs) if m.startswith("READY=1\nSTATUS="))
@@ -169,19 +155,13 @@ class V311OnlyBroker:
         self.sock.close()
 
 
-def test_mqtt5_refused_falls_back_to_311(mosquitto: Broker, alsa_capture: Capture,
-                                         tmp_path: Path) -> None:
+def test_mqtt5_refused_falls_back_to_311(daemon_rig, mosquitto: Broker) -> None:
     front = V311OnlyBroker(mosquitto.port)
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "fallback311", port=front.port))
-    probe = Probe(mosquitto, "test", "fallback311")
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
     try:
-        probe.wait_status(lambda s: s["state"] == "online", 15)
+        rig = daemon_rig(device="fallback311", port=front.port)
         assert front.refused >= 1
-        probe.publish({"id": "fb-1", "text": "Hello."})
-        probe.wait_event("fb-1", "finished")
+        rig.probe.publish({"id": "fb-1", "text": "Hello."})
+        rig.probe.wait_event("fb-1", "finished")
+        rig.close()
     finally:
-        daemon.stop()
-        probe.close()
         front.close()

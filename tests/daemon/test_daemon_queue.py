@@ -6,64 +6,22 @@ reload.  (The real voice, sd_notify and SIGKILL replay: test_daemon_process.py.)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from support.alsa import Capture
-from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import assert_played, find
-from support.probe import Probe
 
 pytestmark = pytest.mark.mqtt
-
-
-class Rig:
-    def __init__(self, broker: Broker, capture: Capture, tmp: Path, device: str, *,
-                 voice: FakeVoice, **cfg: str) -> None:
-        self.capture = capture
-        self.config = tmp / "edgetts.yaml"
-        self.voice = voice
-        self.config.write_text(config_yaml(broker, device, **cfg))
-        self.probe = Probe(broker, "test", device)
-        self.daemon = InProcessDaemon(self.config, {"default": voice, "alt": FakeVoice("alt", 16000)})
-        self.probe.wait_status(lambda s: s["state"] == "online", 15)
-
-    def expected(self, text: str, fade_skip: bool = False) -> np.ndarray:
-        parts = [self.voice.sentence_audio(i, s) for i, s in enumerate(self.voice.sentences(text))]
-        return np.clip(np.concatenate(parts) * 32767.0, -32767, 32767).astype(np.int16)
-
-    def close(self) -> None:
-        self.daemon.stop()
-        self.probe.close()
-
-
-@pytest.fixture()
-def rig_factory(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
-                request: pytest.FixtureRequest) -> Iterator:
-    rigs: list[Rig] = []
-
-    def make(voice: FakeVoice | None = None, **cfg: str) -> Rig:
-        device = f"dev-{request.node.name[:30].replace('[', '-').replace(']', '')}-{len(rigs)}"
-        device = "".join(c if c.isalnum() or c in "-_" else "-" for c in device)
-        rig = Rig(mosquitto, alsa_capture, tmp_path, device, voice=voice or FakeVoice(), **cfg)
-        rigs.append(rig)
-        return rig
-
-    yield make
-    for rig in rigs:
-        rig.close()
 
 
 FADE = int(22050 * 5 / 1000)
 
 
-def test_publish_plays_the_synthesized_pcm(rig_factory) -> None:
-    rig = rig_factory(audio_extra="lead_in_ms: 100")
+def test_publish_plays_the_synthesized_pcm(daemon_rig) -> None:
+    rig = daemon_rig(audio_extra="lead_in_ms: 100")
     text = "Platform two. The train is late. Sorry."
     rig.probe.publish({"id": "a1", "text": text})
     rig.probe.wait_event("a1", "finished")
@@ -83,8 +41,8 @@ def test_publish_plays_the_synthesized_pcm(rig_factory) -> None:
     assert_played(rig.capture.pcm(), rig.expected("Shift change in ten minutes."), FADE, at + expected.size)
 
 
-def test_priority_order_fifo_and_preemption(rig_factory) -> None:
-    rig = rig_factory(audio_extra="realtime_pacing: true")
+def test_priority_order_fifo_and_preemption(daemon_rig) -> None:
+    rig = daemon_rig(audio_extra="realtime_pacing: true")
     long_text = " ".join(f"Sentence number {i} of the long one." for i in range(8))  # ~4 s paced
     rig.probe.publish({"id": "long", "text": long_text, "priority": "low"})
     rig.probe.wait_event("long", "started")
@@ -113,8 +71,8 @@ def test_priority_order_fifo_and_preemption(rig_factory) -> None:
     assert find(pcm, last[FADE:-FADE], fire_at) > 0
 
 
-def test_preempted_announcement_dropped_when_configured(rig_factory) -> None:
-    rig = rig_factory(audio_extra="realtime_pacing: true", queue_extra="on_preempt: drop")
+def test_preempted_announcement_dropped_when_configured(daemon_rig) -> None:
+    rig = daemon_rig(audio_extra="realtime_pacing: true", queue_extra="on_preempt: drop")
     rig.probe.publish({"id": "bg", "text": " ".join(["Background music notice."] * 6)})
     rig.probe.wait_event("bg", "started")
     rig.probe.publish({"id": "now", "text": "Urgent.", "priority": "high", "interrupt": True})
@@ -124,8 +82,8 @@ def test_preempted_announcement_dropped_when_configured(rig_factory) -> None:
     assert "dropped" in next(e["reason"] for e in rig.probe.events if e["event"] == "preempted")
 
 
-def test_expiry_and_dedup(rig_factory) -> None:
-    rig = rig_factory(audio_extra="realtime_pacing: true")
+def test_expiry_and_dedup(daemon_rig) -> None:
+    rig = daemon_rig(audio_extra="realtime_pacing: true")
     rig.probe.publish({"id": "busy", "text": "One. Two. Three. Four. Five. Six."})
     rig.probe.wait_event("busy", "started")
     rig.probe.publish({"id": "short-lived", "text": "Too late.", "ttl": 0.3})
@@ -169,8 +127,8 @@ def test_expiry_and_dedup(rig_factory) -> None:
         (b"[1, 2]", ""),
     ],
 )
-def test_malformed_payload_is_rejected_and_nothing_plays(rig_factory, payload: bytes, reason: str) -> None:
-    rig = rig_factory()
+def test_malformed_payload_is_rejected_and_nothing_plays(daemon_rig, payload: bytes, reason: str) -> None:
+    rig = daemon_rig()
     rig.probe.publish(payload)
     rig.probe.wait(lambda p: any(e["event"] == "rejected" for e in p.events) or bool(reason) is False
                    and len(p.events) > 0, 10)
@@ -191,9 +149,9 @@ def test_malformed_payload_is_rejected_and_nothing_plays(rig_factory, payload: b
     assert rig.voice.calls[-1] == "All good."
 
 
-def test_voice_per_announcement_and_queue_overflow(rig_factory) -> None:
-    rig = rig_factory(audio_extra="realtime_pacing: true", queue_extra="max_length: 2",
-                      extra="voices:\n  alt:\n    model: alt\n")
+def test_voice_per_announcement_and_queue_overflow(daemon_rig) -> None:
+    rig = daemon_rig(audio_extra="realtime_pacing: true", queue_extra="max_length: 2",
+                     extra="voices:\n  alt:\n    model: alt\n")
     rig.probe.publish({"id": "first", "text": "One. Two. Three. Four."})
     rig.probe.wait_event("first", "started")
     rig.probe.publish({"id": "q1", "text": "In the alt voice.", "voice": "alt"})
@@ -211,11 +169,11 @@ def test_voice_per_announcement_and_queue_overflow(rig_factory) -> None:
     assert set(status["voices"]) == {"default", "alt"}
 
 
-def test_reload_bad_file_keeps_old_config_and_reports_it(rig_factory) -> None:
-    rig = rig_factory()
+def test_reload_bad_file_keeps_old_config_and_reports_it(daemon_rig) -> None:
+    rig = daemon_rig()
     good = rig.config.read_text()
     rig.config.write_text(good.replace("queue:\n", "queue:\n  max_length: many\n"))
-    rig.daemon.daemon.request_reload()
+    rig.daemon.request_reload()
     st = rig.probe.wait_status(lambda s: any(d["what"] == "config" for d in s["degraded"]))
     reason = next(d["reason"] for d in st["degraded"] if d["what"] == "config")
     assert "old config in force" in reason and "queue/max_length" in reason and ":" in reason
@@ -225,7 +183,7 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(rig_factory) -> None:
     # announcement; the audio change applies from the next announcement
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 100\n")
                           + "voices:\n  alt:\n    model: alt\n")
-    rig.daemon.daemon.request_reload()
+    rig.daemon.request_reload()
     st = rig.probe.wait_status(lambda s: "alt" in s["voices"] and not s["degraded"])
     before = rig.capture.pcm().size
     rig.probe.publish({"id": "after-reload", "text": "With a lead in."})
@@ -237,9 +195,9 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(rig_factory) -> None:
     rig.probe.wait_event("alt1", "finished")
 
 
-def test_reload_reloads_the_voices_when_and_only_when_their_text_settings_change(rig_factory) -> None:
-    rig = rig_factory(extra="voices:\n  alt:\n    model: alt\n")
-    daemon, loads = rig.daemon.daemon, rig.daemon.loads
+def test_reload_reloads_the_voices_when_and_only_when_their_text_settings_change(daemon_rig) -> None:
+    rig = daemon_rig(extra="voices:\n  alt:\n    model: alt\n")
+    daemon, loads = rig.daemon, rig.loads
     models = sorted({model for model, _ in loads})
     assert "alt" in models
     good = rig.config.read_text()
@@ -286,28 +244,21 @@ class FlakyDevice:
         return OutputStream(device, fmt, block)
 
 
-def test_failed_device_is_reported_reopened_and_the_daemon_keeps_running(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path
-) -> None:
+def test_failed_device_is_reported_reopened_and_the_daemon_keeps_running(daemon_rig) -> None:
     flaky = FlakyDevice()
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "flaky", audio_extra="reopen_min_s: 0.2\nreopen_max_s: 0.4"))
-    probe = Probe(mosquitto, "test", "flaky")
-    daemon = InProcessDaemon(config, {"default": FakeVoice()}, stream_factory=flaky)
-    try:
-        st = probe.wait_status(lambda s: s["state"] == "online" and s["degraded"])
-        assert st["degraded"][0]["what"] == "audio" and "gone" in st["degraded"][0]["reason"]
-        probe.publish({"id": "lost", "text": "Nobody hears this."})
-        assert "gone" in probe.wait_event("lost", "failed")["reason"]
-        flaky.down = False
-        probe.publish({"id": "back", "text": "Back again."})
-        probe.wait_event("back", "finished")
-        probe.wait_status(lambda s: s["degraded"] == [])
-        assert flaky.opens >= 3
-        assert daemon.thread.is_alive()
-    finally:
-        daemon.stop()
-        probe.close()
+    rig = daemon_rig(device="flaky", audio_extra="reopen_min_s: 0.2\nreopen_max_s: 0.4", stream_factory=flaky,
+                     online_timeout=None)
+    probe = rig.probe
+    st = probe.wait_status(lambda s: s["state"] == "online" and s["degraded"])
+    assert st["degraded"][0]["what"] == "audio" and "gone" in st["degraded"][0]["reason"]
+    probe.publish({"id": "lost", "text": "Nobody hears this."})
+    assert "gone" in probe.wait_event("lost", "failed")["reason"]
+    flaky.down = False
+    probe.publish({"id": "back", "text": "Back again."})
+    probe.wait_event("back", "finished")
+    probe.wait_status(lambda s: s["degraded"] == [])
+    assert flaky.opens >= 3
+    assert rig.thread.is_alive()
 
 
 def _write_wav(path: Path, audio: np.ndarray, rate: int) -> None:
@@ -320,7 +271,7 @@ def _write_wav(path: Path, audio: np.ndarray, rate: int) -> None:
         w.writeframes((audio * 32767).astype("<i2").tobytes())
 
 
-def test_clips_chimes_and_repeat_through_the_one_converter(rig_factory, tmp_path: Path) -> None:
+def test_clips_chimes_and_repeat_through_the_one_converter(daemon_rig, tmp_path: Path) -> None:
     clips = tmp_path / "clips"
     clips.mkdir()
     t = np.arange(4410, dtype=np.float32)
@@ -328,7 +279,7 @@ def test_clips_chimes_and_repeat_through_the_one_converter(rig_factory, tmp_path
     _write_wav(clips / "ding", ding, 22050)
     (clips / "ding").rename(clips / "ding.wav")
     _write_wav(clips / "low-rate.wav", ding[:2000], 16000)  # resampled to the device's 22050 Hz
-    rig = rig_factory(extra=f"clips:\n  dir: {clips}\n")
+    rig = daemon_rig(extra=f"clips:\n  dir: {clips}\n")
     rig.probe.publish({"id": "c1", "clip": "low-rate"})
     rig.probe.wait_event("c1", "finished")
     assert abs(rig.capture.pcm().size - round(2000 * 22050 / 16000)) <= 1
@@ -338,7 +289,7 @@ def test_clips_chimes_and_repeat_through_the_one_converter(rig_factory, tmp_path
     pcm = rig.capture.pcm()[start:]
     # the file's int16 -> float32 / 32767 -> the clip library's loudness gain (issue 6: clips
     # are brought to the speech's level) -> the device's int16 (what the one converter does)
-    gain = rig.daemon.daemon.clips.get("ding").gain
+    gain = rig.daemon.clips.get("ding").gain
     assert gain != 1.0  # the 0.3-amplitude tone is quieter than the fake voice's 0.5 tones
     as_float = (ding * 32767).astype(np.int16).astype(np.float32) / np.float32(32767.0)
     as_float = (as_float * np.float32(gain)).astype(np.float32)
@@ -350,8 +301,8 @@ def test_clips_chimes_and_repeat_through_the_one_converter(rig_factory, tmp_path
     assert pcm.size == body.size
 
 
-def test_unspeakable_text_fails_and_volume_scales(rig_factory) -> None:
-    rig = rig_factory()
+def test_unspeakable_text_fails_and_volume_scales(daemon_rig) -> None:
+    rig = daemon_rig()
     rig.probe.publish({"id": "dots", "text": "... !!!"})
     assert "nothing to speak" in rig.probe.wait_event("dots", "failed")["reason"]
     rig.probe.publish({"id": "quiet", "text": "Quiet please.", "volume": 0.5})
@@ -364,8 +315,8 @@ def test_unspeakable_text_fails_and_volume_scales(rig_factory) -> None:
     assert rig.probe.events_of("dots") == ["queued", "failed"]
 
 
-def test_next_announcement_is_synthesized_while_the_current_one_plays(rig_factory) -> None:
-    rig = rig_factory(voice=FakeVoice(delay_s=0.05), audio_extra="realtime_pacing: true")
+def test_next_announcement_is_synthesized_while_the_current_one_plays(daemon_rig) -> None:
+    rig = daemon_rig(voice=FakeVoice(delay_s=0.05), audio_extra="realtime_pacing: true")
     first = "One sentence here. Another sentence there. And a third one to finish."
     rig.probe.publish({"id": "A", "text": first})
     rig.probe.wait_event("A", "started")

@@ -14,11 +14,9 @@ import pytest
 
 from edgetts.runtime.memlock import read_vmlck
 
-from support.alsa import Capture
 from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
+from support.daemon import config_yaml
 from support.fakes import FakeVoice
-from support.probe import Probe
 
 pytestmark = pytest.mark.mqtt
 
@@ -35,16 +33,11 @@ def _thread_cpus(thread: threading.Thread) -> set[int]:
     return cpus
 
 
-def test_keepalive_runs_when_idle_and_yields_to_announcements(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path
-) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "keepalive-1", keepalive_s=1))
+def test_keepalive_runs_when_idle_and_yields_to_announcements(daemon_rig) -> None:
     voice = FakeVoice()
-    probe = Probe(mosquitto, "test", "keepalive-1")
-    daemon = InProcessDaemon(config, {"default": voice})
+    rig = daemon_rig(voice, device="keepalive-1", keepalive_s=1)
+    probe = rig.probe
     try:
-        probe.wait_status(lambda s: s["state"] == "online", 15)
         # idle: the synthesis thread reads a word through the default voice
         deadline = time.monotonic() + 10
         while "Ready." not in voice.calls and time.monotonic() < deadline:
@@ -60,37 +53,26 @@ def test_keepalive_runs_when_idle_and_yields_to_announcements(
         assert status["keepalive"]["cpu_s_per_run"] >= 0.0
         assert status["locked_bytes"] == read_vmlck()
     finally:
-        assert daemon.stop() == 0
-        probe.close()
+        assert rig.stop() == 0
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-def test_synthesis_and_audio_threads_run_where_configured(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path
-) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "pinned-1", extra="cpu:\n  inference_cores: [1]\n  audio_core: 0\n"))
-    probe = Probe(mosquitto, "test", "pinned-1")
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+def test_synthesis_and_audio_threads_run_where_configured(daemon_rig) -> None:
+    rig = daemon_rig(device="pinned-1", extra="cpu:\n  inference_cores: [1]\n  audio_core: 0\n")
+    probe = rig.probe
     try:
-        probe.wait_status(lambda s: s["state"] == "online", 15)
         probe.publish({"id": "p1", "text": "Pinned."})
         probe.wait_event("p1", "finished")
-        assert _thread_cpus(daemon.daemon._synth._thread) == {1}
-        assert _thread_cpus(daemon.daemon._player._thread) == {0}
+        assert _thread_cpus(rig.daemon.synthesis_thread) == {1}
+        assert rig.daemon.audio_thread is not None and _thread_cpus(rig.daemon.audio_thread) == {0}
         assert not [d for st in probe.statuses for d in st["degraded"] if d["what"] in ("cpu", "audio_thread")]
     finally:
-        assert daemon.stop() == 0
-        probe.close()
+        assert rig.stop() == 0
 
 
-def test_a_core_the_machine_lacks_is_reported_not_fatal(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path
-) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "pinned-2", extra="cpu:\n  inference_cores: [999]\n"))
-    probe = Probe(mosquitto, "test", "pinned-2")
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+def test_a_core_the_machine_lacks_is_reported_not_fatal(daemon_rig) -> None:
+    rig = daemon_rig(device="pinned-2", extra="cpu:\n  inference_cores: [999]\n", online_timeout=None)
+    probe = rig.probe
     try:
         status = probe.wait_status(lambda s: any(d["what"] == "cpu" for d in s["degraded"]), 15)
         reason = next(d["reason"] for d in status["degraded"] if d["what"] == "cpu")
@@ -98,22 +80,16 @@ def test_a_core_the_machine_lacks_is_reported_not_fatal(
         probe.publish({"id": "p2", "text": "Still speaking."})
         probe.wait_event("p2", "finished")
     finally:
-        assert daemon.stop() == 0
-        probe.close()
+        assert rig.stop() == 0
 
 
-def test_edgetts_status_reads_the_retained_status(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path
-) -> None:
+def test_edgetts_status_reads_the_retained_status(daemon_rig, mosquitto: Broker, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    config = tmp_path / "c.yaml"
-    config.write_text(config_yaml(mosquitto, "status-1"))
-    probe = Probe(mosquitto, "test", "status-1")
-    daemon = InProcessDaemon(config, {"default": FakeVoice()})
+    rig = daemon_rig(device="status-1")
+    config = rig.config
     try:
-        probe.wait_status(lambda s: s["state"] == "online", 15)
         out = subprocess.run([sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
                              capture_output=True, text=True, timeout=30)
         assert out.returncode == 0, out.stderr
@@ -121,8 +97,7 @@ def test_edgetts_status_reads_the_retained_status(
         assert shown["state"] == "online" and shown["voice"] == "fake"
         assert isinstance(shown["locked_bytes"], int)
     finally:
-        assert daemon.stop() == 0
-        probe.close()
+        assert rig.stop() == 0
     gone = subprocess.run([sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
                           capture_output=True, text=True, timeout=30)
     assert gone.returncode == 3 and json.loads(gone.stdout)["state"] == "offline"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,12 +15,8 @@ from edgetts.daemon.fallback import choose, compile_rules
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.vocabulary import FALLBACK_REASONS
 
-from support.alsa import Capture
-from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
-from support.pcm import assert_played, clip_pcm, find, tone, write_clip
-from support.probe import Probe
+from support.pcm import assert_played, find, tone
 
 FADE = int(22050 * 5 / 1000)
 
@@ -53,69 +48,26 @@ def test_rule_matching_order() -> None:
 # ------------------------------------------------------------------ the daemon
 
 
-class Rig:
-    def __init__(self, broker: Broker, capture: Capture, tmp: Path, device: str,
-                 voices: dict[str, Any] | None, clips: dict[str, np.ndarray], **cfg: str) -> None:
-        self.capture = capture
-        self.clip_dir = tmp / f"clips-{device}"
-        self.clip_dir.mkdir()
-        for name, audio in clips.items():
-            write_clip(self.clip_dir / f"{name}.wav", audio)
-        extra = cfg.pop("extra", "")
-        self.config = tmp / f"{device}.yaml"
-        self.config.write_text(config_yaml(broker, device, extra=f"clips:\n  dir: {self.clip_dir}\n{extra}",
-                                           **cfg))
-        self.probe = Probe(broker, "test", device)
-        self.daemon = InProcessDaemon(self.config, voices)
-        self.status = self.probe.wait_status(lambda s: s["state"] == "online", 30)
-
-    def clip(self, name: str) -> np.ndarray:
-        clip = self.daemon.daemon.clips.get(name)
-        assert clip is not None
-        return clip_pcm(clip)
-
-    def close(self) -> None:
-        self.daemon.stop()
-        self.probe.close()
-
-
-@pytest.fixture()
-def rig_factory(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
-                request: pytest.FixtureRequest) -> Iterator:
-    rigs: list[Rig] = []
-
-    def make(voices: dict[str, Any] | None, clips: dict[str, np.ndarray], **cfg: str) -> Rig:
-        device = f"fb-{request.node.name[:24]}-{len(rigs)}"
-        device = "".join(c if c.isalnum() or c in "-_" else "-" for c in device)
-        rig = Rig(mosquitto, alsa_capture, tmp_path, device, voices, clips, **cfg)
-        rigs.append(rig)
-        return rig
-
-    yield make
-    for rig in rigs:
-        rig.close()
-
-
 SORRY = tone(440, 0.4)
 FIRE = tone(1200, 0.5, amp=0.5)
 
 
 @pytest.mark.mqtt
 @pytest.mark.parametrize("broken", ["missing", "corrupt"])
-def test_broken_voice_file_daemon_up_clip_plays_status_degraded(rig_factory, tmp_path: Path,
+def test_broken_voice_file_daemon_up_clip_plays_status_degraded(daemon_rig, tmp_path: Path,
                                                                 broken: str, test_voices) -> None:
     model = tmp_path / f"{broken}.onnx"
     if broken == "corrupt":
         model.write_bytes(b"this is no ONNX model" * 50)
         model.with_name(model.name + ".json").write_text('{"audio": {"sample_rate": 22050}}')
-    rig = rig_factory(None, {"sorry": SORRY, "fire_alarm": FIRE},
-                      voice_extra=f"model: {model}",
-                      extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(real_voices=True, clips={"sorry": SORRY, "fire_alarm": FIRE}, online_timeout=30,
+                     voice_extra=f"model: {model}",
+                     extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
     # up, online, and the status says which voice and why
     degraded = {d["what"]: d["reason"] for d in rig.status["degraded"]}
     assert set(degraded) == {"voice"}, rig.status
     assert str(model) in degraded["voice"] and "'default'" in degraded["voice"]
-    assert rig.daemon.thread.is_alive()
+    assert rig.thread.is_alive()
 
     rig.probe.publish({"id": "t1", "text": "The shop closes in ten minutes."})
     rig.probe.wait_event("t1", "finished")
@@ -137,7 +89,7 @@ def test_broken_voice_file_daemon_up_clip_plays_status_degraded(rig_factory, tmp
     model.write_bytes(test_voices["ok"].read_bytes())
     model.with_name(model.name + ".json").write_bytes(
         test_voices["ok"].with_name(test_voices["ok"].name + ".json").read_bytes())
-    rig.daemon.daemon.request_reload()
+    rig.daemon.request_reload()
     rig.probe.wait_status(lambda s: s["degraded"] == [] and s["voice"] == broken)
     rig.probe.publish({"id": "t4", "text": "Speech again."})
     rig.probe.wait_event("t4", "finished")
@@ -159,10 +111,10 @@ class RaisingVoice(FakeVoice):
 
 
 @pytest.mark.mqtt
-def test_synthesis_exception_and_unspeakable_play_the_fallback(rig_factory) -> None:
+def test_synthesis_exception_and_unspeakable_play_the_fallback(daemon_rig) -> None:
     voice = RaisingVoice()
-    rig = rig_factory({"default": voice}, {"sorry": SORRY, "fire_alarm": FIRE, "own": tone(300, 0.3)},
-                      extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(voice, clips={"sorry": SORRY, "fire_alarm": FIRE, "own": tone(300, 0.3)}, online_timeout=30,
+                     extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
     assert rig.status["degraded"] == []
     rig.probe.publish({"id": "b1", "text": "Fire boom here."})
     rig.probe.wait_event("b1", "finished")
@@ -187,9 +139,9 @@ def test_synthesis_exception_and_unspeakable_play_the_fallback(rig_factory) -> N
 
 
 @pytest.mark.mqtt
-def test_error_mid_announcement_appends_the_clip(rig_factory) -> None:
+def test_error_mid_announcement_appends_the_clip(daemon_rig) -> None:
     voice = RaisingVoice(good=1)
-    rig = rig_factory({"default": voice}, {"sorry": SORRY}, extra="fallback:\n  default_clip: sorry\n")
+    rig = daemon_rig(voice, clips={"sorry": SORRY}, online_timeout=30, extra="fallback:\n  default_clip: sorry\n")
     text = "First sentence boom. Second one never comes."
     rig.probe.publish({"id": "m1", "text": text})
     rig.probe.wait_event("m1", "finished")
@@ -205,9 +157,9 @@ def test_error_mid_announcement_appends_the_clip(rig_factory) -> None:
 
 
 @pytest.mark.mqtt
-def test_no_fallback_clip_still_fails_with_the_reason(rig_factory) -> None:
-    rig = rig_factory({"default": RaisingVoice()}, {"ok": SORRY},
-                      extra="fallback:\n  rules:\n    - {match: x, clip: gone}\n")
+def test_no_fallback_clip_still_fails_with_the_reason(daemon_rig) -> None:
+    rig = daemon_rig(RaisingVoice(), clips={"ok": SORRY}, online_timeout=30,
+                     extra="fallback:\n  rules:\n    - {match: x, clip: gone}\n")
     # a configured fallback clip that is not in the library is reported
     assert rig.status["degraded"] == [{"what": "clips", "reason": "fallback clips not in clips/dir: gone"}]
     rig.probe.publish({"id": "n1", "text": "boom."})
@@ -216,13 +168,13 @@ def test_no_fallback_clip_still_fails_with_the_reason(rig_factory) -> None:
 
 
 @pytest.mark.mqtt
-def test_slow_voice_misses_the_deadline_fallback_clip_in_time(rig_factory, test_voices) -> None:
+def test_slow_voice_misses_the_deadline_fallback_clip_in_time(daemon_rig, test_voices) -> None:
     """The generated `slow` model takes ~1 s a sentence here; the deadline is 300 ms."""
     deadline_ms = 300
-    rig = rig_factory(None, {"sorry": SORRY, "fire_alarm": FIRE},
-                      voice_extra=f"model: {test_voices['slow']}",
-                      extra=f"fallback:\n  default_clip: sorry\n  deadline_ms: {deadline_ms}\n"
-                            "  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(real_voices=True, clips={"sorry": SORRY, "fire_alarm": FIRE}, online_timeout=30,
+                     voice_extra=f"model: {test_voices['slow']}",
+                     extra=f"fallback:\n  default_clip: sorry\n  deadline_ms: {deadline_ms}\n"
+                           "  rules:\n    - {match: fire, clip: fire_alarm}\n")
     assert rig.status["degraded"] == []
     fire = rig.clip("fire_alarm")
     t0 = time.monotonic()

@@ -15,12 +15,8 @@ import pytest
 from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
 from edgetts.engine import AudioChunk, SynthesisConfig
 
-from support.alsa import Capture
-from support.broker import Broker
-from support.daemon import InProcessDaemon, config_yaml
 from support.fakes import FakeVoice
 from support.pcm import assert_played
-from support.probe import Probe
 
 FADE = int(22050 * 5 / 1000)
 
@@ -68,12 +64,12 @@ def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
 def test_render_speaks_as_the_daemon_would(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from edgetts.cli.render import _load_voice
+    from edgetts.cli.render import render_voice
     from edgetts.config import Config
 
     config = Config()
     config = replace(config, voice=replace(config.voice, threads=1, streaming=True, fast_start_ids=64))
-    voice = _load_voice(config.voice.name, config)
+    voice = render_voice(config.voice.name, config)
     assert voice.streaming is not None and voice.streaming.fast_start_ids == 64  # type: ignore[attr-defined]
 
 
@@ -184,46 +180,16 @@ def test_voice_hash_follows_content_not_place(test_voices: dict[str, Path], tmp_
 # ---------------------------------------------------------------- the daemon
 
 
-class Rig:
-    def __init__(self, broker: Broker, capture: Capture, tmp: Path, device: str, voice: FakeVoice,
-                 cache_dir: Path) -> None:
-        self.capture, self.voice = capture, voice
-        config = tmp / f"{device}.yaml"
-        config.write_text(config_yaml(broker, device, extra=f"cache:\n  dir: {cache_dir}\n  max_mb: 5\n"))
-        self.probe = Probe(broker, "test", device)
-        self.daemon = InProcessDaemon(config, {"default": voice})
-        self.probe.wait_status(lambda s: s["state"] == "online", 15)
-
-    def expected(self, text: str) -> np.ndarray:
-        parts = [self.voice.sentence_audio(i, s) for i, s in enumerate(self.voice.sentences(text))]
-        return np.clip(np.concatenate(parts) * 32767.0, -32767, 32767).astype(np.int16)
-
-    def say(self, ident: str, text: str) -> dict:
-        self.probe.publish({"id": ident, "text": text})
-        self.probe.wait_event(ident, "finished")
-        return self.probe.wait_event(ident, "started")
-
-    def close(self) -> None:
-        self.daemon.stop()
-        self.probe.close()
-
-
-@pytest.fixture()
-def rigs() -> Iterator[list[Rig]]:
-    made: list[Rig] = []
-    yield made
-    for rig in made:
-        rig.close()
+def with_cache(cache_dir: Path) -> str:
+    """The config section of a small phrase cache in ``cache_dir``."""
+    return f"cache:\n  dir: {cache_dir}\n  max_mb: 5\n"
 
 
 @pytest.mark.mqtt
-def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, rigs: list[Rig],
-) -> None:
+def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(daemon_rig, tmp_path: Path) -> None:
     cache_dir = tmp_path / "phrases"
     voice = FakeVoice(delay_s=0.3)  # 0.3 s of "inference" per sentence
-    rig = Rig(mosquitto, alsa_capture, tmp_path, "cache-1", voice, cache_dir)
-    rigs.append(rig)
+    rig = daemon_rig(voice, device="cache-1", extra=with_cache(cache_dir))
     text = "The lift is out of order. Please use the stairs."
     miss = rig.say("c1", text)
     assert "cached" not in miss and miss["latency_ms"] >= 300
@@ -243,13 +209,11 @@ def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(
     entry.write_bytes(bytes(blob))
     again = rig.say("c3", text)
     assert "cached" not in again and voice.calls.count(text) == 2
-    assert rig.daemon.daemon.cache.stats.corrupt == 1
+    assert rig.daemon.cache.stats.corrupt == 1
     rig.close()
-    rigs.remove(rig)
     # a restart (new daemon, new voice object, same cache folder) hits at once
     voice2 = FakeVoice(delay_s=0.3)
-    rig2 = Rig(mosquitto, alsa_capture, tmp_path, "cache-2", voice2, cache_dir)
-    rigs.append(rig2)
+    rig2 = daemon_rig(voice2, device="cache-2", extra=with_cache(cache_dir))
     hit2 = rig2.say("c4", text)
     assert hit2["cached"] is True and hit2["latency_ms"] < 100 and voice2.calls.count(text) == 0
 
@@ -266,16 +230,13 @@ class WindowedVoice(FakeVoice):
 
 
 @pytest.mark.mqtt
-def test_daemon_caches_a_streaming_voice_by_sentence(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, rigs: list[Rig],
-) -> None:
+def test_daemon_caches_a_streaming_voice_by_sentence(daemon_rig, tmp_path: Path) -> None:
     cache_dir = tmp_path / "phrases"
     voice = WindowedVoice(delay_s=0.1)
-    rig = Rig(mosquitto, alsa_capture, tmp_path, "cache-3", voice, cache_dir)
-    rigs.append(rig)
+    rig = daemon_rig(voice, device="cache-3", extra=with_cache(cache_dir))
     text = "Platform two. Mind the gap."
     assert "cached" not in rig.say("w1", text)
-    entry = rig.daemon.daemon.cache.get(next(cache_dir.glob(f"*{SUFFIX}")).stem)
+    entry = rig.daemon.cache.get(next(cache_dir.glob(f"*{SUFFIX}")).stem)
     assert entry is not None and len(entry.sentences) == 2  # windows joined into their sentences
     hit = rig.say("w2", text)
     assert hit["cached"] is True and voice.calls.count(text) == 1, hit

@@ -232,7 +232,7 @@ def test_splice_takes_the_head_then_the_whole_sentence_from_the_next_id() -> Non
 def test_daemon_voice_settings_reach_the_streaming_voice() -> None:
     # config voice.streaming / voice.fast_start_ids -> the voice the daemon loads
     from edgetts.config import Config, VoiceModelSettings
-    from edgetts.daemon.loop import load_configured_voice
+    from edgetts.daemon.assets import load_configured_voice
 
     text = Config().text_options()
     fast = load_configured_voice(VoiceModelSettings(threads=1, streaming=True, fast_start_ids=64), text)

@@ -1,0 +1,133 @@
+"""Admission: an inbound payload becomes a queued entry, or is said to be refused.
+
+On the loop: parse, check the names it uses and its SSML against the assets
+in force, drop a redelivery or a duplicate id, apply the time to live, offer
+it to the scheduler (which may displace a less urgent one).  Every outcome is
+an event, and a message refused here is acknowledged at once (so the broker
+does not deliver it again); one queued is acknowledged when it ends.
+Whether a new entry interrupts the one playing is decided here too
+(:func:`preempts`); play-out carries it out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+
+from edgetts.config import Config
+from edgetts.daemon.assets import Assets
+from edgetts.daemon.events import Events
+from edgetts.daemon.messages import AnnounceLimits, Announcement, PayloadError
+from edgetts.daemon.mqtt import Inbound
+from edgetts.daemon.scheduler import Entry, Scheduler
+from edgetts.text.ssml import SSMLError, looks_like_ssml
+from edgetts.text.ssml import parse as parse_ssml
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[Entry],
+          events: Events) -> Entry | None:
+    """The entry ``msg`` became, now queued; None when it was refused, expired or already in hand.
+
+    ``in_hand``: the entries playing (or stopping), which a redelivery or a
+    duplicate id may belong to as much as the queued ones.
+    """
+    now = time.time()
+    try:
+        ann = parse(msg.payload, msg.received_at, assets)
+    except PayloadError as exc:
+        events.publish(guess_id(msg.payload), "rejected", str(exc))
+        events.ack([msg.ack])
+        return None
+    held = [*in_hand, *scheduler]
+    # A redelivery of a message still in hand (after a reconnect) is the same message.
+    if msg.dup:
+        for entry in held:
+            if msg.ack in entry.acks:
+                _LOGGER.info("redelivery of %s ignored", entry.id)
+                return None
+    if scheduler.is_duplicate(ann.id, now):
+        holder = next((entry for entry in held if entry.id == ann.id), None)
+        if holder is not None:  # still queued or playing: ack with it when it ends
+            holder.acks.append(msg.ack)
+        else:
+            events.ack([msg.ack])
+        _LOGGER.info("duplicate id %s ignored", ann.id)
+        return None
+    return _offer(Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
+                        received_mono=msg.received_mono), now, scheduler, events)
+
+
+def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None:
+    if ann.expires_at is None and config.queue.default_ttl_s is not None:
+        return msg.received_at + config.queue.default_ttl_s
+    return ann.expires_at
+
+
+def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> Entry | None:
+    if entry.expired(now):
+        scheduler.ended(entry.id, now)
+        events.publish(entry.id, "expired", "expired before it was queued")
+        events.ack(entry.acks)
+        return None
+    admission = scheduler.offer(entry, now)
+    if not admission.accepted:
+        events.publish(entry.id, "rejected", admission.reason)
+        events.ack(entry.acks)
+        return None
+    events.publish(entry.id, "queued")
+    if admission.displaced is not None:
+        gone = admission.displaced  # never played: a later retry with its id is welcome
+        events.publish(gone.id, "rejected", "queue full: displaced by a more urgent announcement")
+        events.ack(gone.acks)
+    return entry
+
+
+def parse(payload: bytes, received_at: float, assets: Assets) -> Announcement:
+    """The announcement of ``payload`` if this daemon can play it; raises PayloadError saying why not."""
+    q = assets.config.queue
+    ann = Announcement.from_payload(payload, now=received_at,
+                                    limits=AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority))
+    if ann.text is not None and looks_like_ssml(ann.text):
+        try:
+            parse_ssml(ann.text, assets.config.normalize)
+        except SSMLError as exc:  # rejected now, never read aloud as tags later
+            raise PayloadError(f"bad SSML: {exc}") from None
+    configured = assets.config.all_voices()
+    if ann.voice is not None and ann.voice not in configured:
+        raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(configured)})")
+    for kind in ("clip", "chime", "fallback"):
+        name = getattr(ann, kind)
+        if name is not None and name not in assets.clips:
+            raise PayloadError(f"unknown {kind} {name!r}")
+    return ann
+
+
+def preempts(new: Announcement, playing: Announcement) -> bool:
+    """Whether ``new`` interrupts ``playing``: an emergency anything less urgent, `interrupt` its equals too."""
+    return (new.priority == "emergency" and playing.rank > new.rank) or (
+        new.interrupt and new.rank <= playing.rank
+    )
+
+
+def expire(scheduler: Scheduler, events: Events) -> None:
+    """Queued entries whose time to live ran out: said, acknowledged, dropped."""
+    for entry in scheduler.expire(time.time()):
+        events.publish(entry.id, "expired", "its time to live ran out while queued")
+        events.ack(entry.acks)
+
+
+def guess_id(payload: bytes) -> str:
+    """The id of a rejected JSON payload, when one can be read; else ""."""
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    ident = obj.get("id") if isinstance(obj, dict) else None
+    return ident[:128] if isinstance(ident, str) else ""
+
+
+__all__ = ["admit", "expire", "guess_id", "parse", "preempts"]

@@ -1,0 +1,277 @@
+"""What the daemon plays from, built from a Config in one place.
+
+The voices, each voice's loudness and phrase-cache digest, the clip library,
+the phrase cache and the compiled fallback rules: :func:`build_assets` makes
+them at start-up (a voice that does not load is left out and the reason kept:
+the announcer runs on clips, issue 6) and on reload (strict: a voice that
+fails refuses the reload; what the new config did not change is reused).
+`edgetts render` loads its voices with :func:`load_configured_voice` too, so
+both speak, and key the phrase cache, alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from edgetts.audio.loudness import loudness_dbfs
+from edgetts.config import Config, VoiceModelSettings
+from edgetts.daemon.clips import ClipLibrary
+from edgetts.daemon.fallback import CompiledRule, compile_rules
+from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
+from edgetts.engine import SynthesisConfig, Voice
+from edgetts.errors import EdgeTTSError
+from edgetts.runtime.memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
+from edgetts.text.prepare import TextOptions
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Spoken once per voice at load: its loudness (edgetts.audio.loudness) is what clips are matched to
+#: when loudness/target_dbfs is null, and the run warms the voice up for the first announcement.
+CALIBRATION_TEXT = "Attention please: the next train to the city centre will depart from platform two."
+
+#: Sample rate of the device when neither audio/sample_rate nor a default voice gives one.
+FALLBACK_RATE = 22050
+
+#: Loudness clips get when the target is the default voice's level but no voice loaded.
+FALLBACK_DBFS = -20.0
+
+
+@dataclass(frozen=True)
+class VoiceRuntime:
+    """Where a voice's inference runs and whether its weights are locked."""
+
+    cores: tuple[int, ...] | None = None
+    lock: bool = False
+
+
+VoiceLoader = Callable[[VoiceModelSettings, TextOptions, VoiceRuntime], Voice]
+
+
+def load_configured_voice(settings: VoiceModelSettings, text: TextOptions,
+                          runtime: VoiceRuntime = VoiceRuntime()) -> Voice:
+    """The real voice loader (edgetts.voice.catalog), as the daemon and `edgetts render` use it."""
+    from edgetts.voice.catalog import load_voice  # onnxruntime: only when a voice is loaded
+
+    return load_voice(settings.model, threads=settings.threads, text=text, cores=runtime.cores,
+                      lock=runtime.lock, streaming=settings.streaming,
+                      fast_start_ids=settings.fast_start_ids)
+
+
+@dataclass(frozen=True)
+class Loading:
+    """How the daemon loads voices: the loader, and where their inference runs."""
+
+    loader: VoiceLoader
+    runtime: VoiceRuntime
+    threads: int
+    """Threads of a voice whose `threads` is not set: the topology's choice, not one per core of the box."""
+
+
+def load_voices(todo: dict[str, VoiceModelSettings], text: TextOptions, loading: Loading) -> dict[str, Voice]:
+    """Every voice of ``todo``; the first that fails raises EdgeTTSError naming it."""
+    out = {}
+    for name, settings in todo.items():
+        t0 = time.monotonic()
+        if settings.threads is None:
+            settings = replace(settings, threads=loading.threads)
+        try:
+            out[name] = loading.loader(settings, text, loading.runtime)
+        except EdgeTTSError as exc:
+            raise type(exc)(f"voice {name!r} ({settings.model}): {exc}") from None
+        _LOGGER.info("voice %s loaded from %s in %.2f s", name, settings.model, time.monotonic() - t0)
+    return out
+
+
+def measure_voice(voice: Voice, config: SynthesisConfig) -> float | None:
+    """The voice's loudness on CALIBRATION_TEXT (dBFS, edgetts.audio.loudness); None if it cannot speak it."""
+    try:
+        chunks = list(voice.synthesize(CALIBRATION_TEXT, config))
+    except Exception as exc:  # a voice that cannot speak shows at the first announcement (fallback)
+        _LOGGER.warning("voice %s: loudness not measured: %s", voice.name, exc)
+        return None
+    if not chunks:
+        return None
+    return loudness_dbfs(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate)
+
+
+@dataclass(frozen=True)
+class Assets:
+    """Everything an announcement may be played from; swapped whole on reload."""
+
+    config: Config
+    voices: dict[str, Voice] = field(default_factory=dict)
+    voice_errors: dict[str, str] = field(default_factory=dict)
+    """Why each configured voice that is not in ``voices`` did not load."""
+    level_dbfs: dict[str, float | None] = field(default_factory=dict)
+    """Loudness of each voice on CALIBRATION_TEXT."""
+    digest: dict[str, str] = field(default_factory=dict)
+    """edgetts.daemon.phrase_cache.voice_hash of each voice (only with a phrase cache)."""
+    clips: ClipLibrary = field(default_factory=lambda: ClipLibrary(None, FALLBACK_RATE, None))
+    cache: PhraseCache | None = None
+    rules: tuple[CompiledRule, ...] = ()
+    problems: dict[str, str | None] = field(default_factory=dict)
+    """`degraded` entries these assets decide (voice, clips, cache): the reason, or None when fine."""
+
+    @property
+    def default_voice(self) -> Voice | None:
+        return self.voices.get(self.config.voice.name)
+
+    @property
+    def default_rate(self) -> int:
+        """The device rate when audio/sample_rate is not set: the default voice's."""
+        default = self.default_voice
+        return default.sample_rate if default is not None else FALLBACK_RATE
+
+    def speech_gain(self, voice_name: str) -> float:
+        """The constant gain that brings ``voice_name`` to loudness/target_dbfs (1.0 without a target)."""
+        target = self.config.loudness.target_dbfs
+        level = self.level_dbfs.get(voice_name)
+        if target is None or level is None:
+            return 1.0
+        return float(10 ** ((target - level) / 20))
+
+    def cache_key(self, voice_name: str, text: str, config: SynthesisConfig) -> str | None:
+        """The phrase-cache key of ``text`` in ``voice_name``; None without a cache or the voice's digest."""
+        digest = self.digest.get(voice_name)
+        if self.cache is None or digest is None:
+            return None
+        return phrase_key(self.config, voice_name, digest, text, config)
+
+
+def build_assets(config: Config, loading: Loading, previous: Assets | None = None) -> Assets:
+    """The assets of ``config``: at start-up (``previous`` None) or on reload (``previous`` = those in use).
+
+    On reload a voice that fails raises EdgeTTSError (the reload is refused);
+    voices, loudness, digests and the phrase cache the new config did not
+    change are taken from ``previous``.
+    """
+    if previous is None:
+        voices, errors = _load_tolerant(config, loading)
+        level, digest = _measure(config, voices, {}, {})
+        cache, cache_problem = _open_cache(config)
+    else:
+        voices, level, digest = _reload_voices(config, loading, previous)
+        errors = {}
+        if config.cache == previous.config.cache:
+            cache, cache_problem = previous.cache, previous.problems.get("cache")
+        else:
+            cache, cache_problem = _open_cache(config)
+    assets = Assets(config, voices, errors, level, digest, cache=cache,
+                    rules=compile_rules((r.match, r.clip) for r in config.fallback.rules))
+    clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
+    problems = {"voice": "; ".join(errors.values()) or None, "clips": _clip_problem(config, clips),
+                "cache": cache_problem}
+    return replace(assets, clips=clips, problems=problems)
+
+
+def _load_tolerant(config: Config, loading: Loading) -> tuple[dict[str, Voice], dict[str, str]]:
+    """Every voice that loads, and why each other one did not."""
+    voices: dict[str, Voice] = {}
+    errors: dict[str, str] = {}
+    for name, settings in config.all_voices().items():
+        try:
+            voices.update(load_voices({name: settings}, config.text_options(), loading))
+        except EdgeTTSError as exc:
+            _LOGGER.error("%s", exc)
+            errors[name] = str(exc)
+    return voices, errors
+
+
+def _reload_voices(config: Config, loading: Loading, previous: Assets
+                   ) -> tuple[dict[str, Voice], dict[str, float | None], dict[str, str]]:
+    """Voices (loaded or kept), their loudness and digests for a reload to ``config``."""
+    old = previous.config
+    old_voices, new_voices = old.all_voices(), config.all_voices()
+    # Text settings live in each voice's front end: a change reloads them all.
+    same_text = (old.normalize, old.lexicon) == (config.normalize, config.lexicon)
+    keep = {n: v for n, v in previous.voices.items() if same_text and old_voices.get(n) == new_voices.get(n)}
+    todo = {n: s for n, s in new_voices.items() if n not in keep}
+    voices = {**keep, **load_voices(todo, config.text_options(), loading)}
+    same_cache = config.cache == old.cache
+    level = {n: v for n, v in previous.level_dbfs.items() if n in keep}
+    digest = {n: v for n, v in previous.digest.items() if n in keep and same_cache}
+    return (voices, *_measure(config, voices, level, digest))
+
+
+def _measure(config: Config, voices: dict[str, Voice], level: dict[str, float | None],
+             digest: dict[str, str]) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Loudness (CALIBRATION_TEXT, also a warm-up run) and, with a cache, the hash of each voice not in hand."""
+    level, digest = dict(level), dict(digest)
+    cache_on = config.cache.resolved_dir() is not None
+    for name, voice in voices.items():
+        if name not in level:
+            level[name] = measure_voice(voice, voice_synthesis_config(config.all_voices()[name]))
+        if cache_on and name not in digest:
+            try:
+                digest[name] = voice_hash(voice)
+            except OSError as exc:
+                _LOGGER.warning("voice %s: no phrase cache (cannot hash its files: %s)", name, exc)
+    return level, digest
+
+
+def _clip_library(config: Config, rate: int, level: dict[str, float | None]) -> ClipLibrary:
+    target = config.loudness.target_dbfs
+    if target is None:
+        target = level.get(config.voice.name) or FALLBACK_DBFS
+    return ClipLibrary(config.clips.dir, rate, target).load()
+
+
+def _clip_problem(config: Config, clips: ClipLibrary) -> str | None:
+    """`degraded: clips`: configured fallback clips that are missing, and unreadable files."""
+    fb = config.fallback
+    wanted = [fb.default_clip, *(r.clip for r in fb.rules)]
+    missing = sorted({n for n in wanted if n is not None and n not in clips})
+    parts = []
+    if missing:
+        parts.append(f"fallback clips not in clips/dir: {', '.join(missing)}")
+    if clips.problems:
+        parts.append("; ".join(f"{name}: {why}" for name, why in sorted(clips.problems.items())))
+    if not parts:
+        return None
+    problem = "; ".join(parts)
+    _LOGGER.warning("clips: %s", problem)
+    return problem
+
+
+def _open_cache(config: Config) -> tuple[PhraseCache | None, str | None]:
+    """The phrase cache of ``config`` (None when off or unusable), and why it is unusable."""
+    directory = config.cache.resolved_dir()
+    if directory is None:
+        return None, None
+    try:
+        cache = PhraseCache(directory, int(config.cache.max_mb * 1_000_000), config.cache.min_uses)
+    except OSError as exc:
+        _LOGGER.error("phrase cache %s: %s", directory, exc)
+        return None, f"phrase cache off: {directory}: {exc.strerror or exc}"
+    _LOGGER.info("phrase cache %s: %d phrases, %.1f MB", directory, len(cache), cache.total_bytes / 1e6)
+    return cache, None
+
+
+def memory_problem(config: Config, voices: dict[str, Voice]) -> str | None:
+    """With memory.lock, why the voices' weights are not in VmLck; None when they are (or no lock is asked)."""
+    if not config.memory.lock:
+        return None
+    needed = sum(
+        span.nbytes
+        for voice in voices.values()
+        if isinstance(path := getattr(voice, "model_path", None), Path) and path.is_file()
+        for span in find_initializers(path)
+        if span.nbytes >= MIN_BYTES  # what lock_weights maps and locks
+    )
+    locked = read_vmlck()
+    # 90 %: the optimised graph's weights differ a little from the source file's.
+    if needed and locked < 0.9 * needed:
+        return shortfall_reason(locked, needed)
+    return None
+
+
+__all__ = [
+    "CALIBRATION_TEXT", "FALLBACK_RATE", "Assets", "Loading", "VoiceLoader", "VoiceRuntime", "build_assets",
+    "load_configured_voice", "load_voices", "measure_voice", "memory_problem",
+]

@@ -1,0 +1,53 @@
+"""What the daemon tells about each announcement: its events and the acknowledgement of its message.
+
+Used from the loop only (admission and play-out); an event also changes the
+status (queue depth, current announcement), so it marks :class:`Health`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from edgetts.daemon.health import Health
+from edgetts.daemon.messages import Event
+from edgetts.daemon.mqtt import AckHandle
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Events logged as warnings: the announcement did not play as asked.
+_WARNINGS = ("rejected", "failed", "expired", "fallback")
+
+
+class Events:
+    """Publishes events and acknowledges messages on the broker link."""
+
+    def __init__(self, health: Health) -> None:
+        self._health = health
+        self._link: Any = None
+
+    def attach(self, link: Any) -> None:
+        """The broker link (made at start-up, after the assets: its Last Will names the voice)."""
+        self._link = link
+
+    def publish(self, ident: str, event: str, reason: str | None = None,
+                latency_ms: float | None = None, ts: float | None = None, **more: Any) -> None:
+        ev = Event(id=ident, event=event, ts=time.time() if ts is None else ts,  # type: ignore[arg-type]
+                   reason=reason, latency_ms=latency_ms, **more)
+        log = _LOGGER.warning if event in _WARNINGS else _LOGGER.info
+        log("%s %s%s%s", event, ident, f": {reason}" if reason else "",
+            f" ({more['detail']})" if more.get("detail") else "")
+        self._link.publish_event(ev)
+        self._health.changed()
+
+    def fallback(self, ident: str, reason: str, clip: str, detail: str) -> None:
+        self.publish(ident, "fallback", reason, clip=clip, detail=detail)
+
+    def ack(self, acks: Iterable[AckHandle]) -> None:
+        for handle in acks:
+            self._link.ack(handle)
+
+
+__all__ = ["Events"]

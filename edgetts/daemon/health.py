@@ -1,0 +1,78 @@
+"""What does not work as configured, and the retained status that says so.
+
+One :class:`Health` belongs to the daemon's loop and is handed to whoever
+reports (the player's reports, the connection, reload, the events): each
+``set``/``clear`` also marks the status as changed, so it is published once
+at the end of the loop's turn, however many reports came in that turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from edgetts import __version__
+from edgetts.daemon.messages import Degraded, Status
+from edgetts.runtime.memlock import read_vmlck
+
+
+class Health:
+    """The `degraded` map (what -> reason) and the "status changed" flag."""
+
+    def __init__(self) -> None:
+        self._degraded: dict[str, str] = {}
+        self._changed = True  # the first status goes out at the loop's first turn
+
+    def set(self, what: str, reason: str) -> None:
+        self._degraded[what] = reason
+        self._changed = True
+
+    def clear(self, what: str) -> None:
+        self._degraded.pop(what, None)
+        self._changed = True
+
+    def update(self, problems: Mapping[str, str | None]) -> None:
+        """Set each ``what`` with a reason, clear each whose reason is None."""
+        for what, reason in problems.items():
+            if reason is None:
+                self.clear(what)
+            else:
+                self.set(what, reason)
+
+    def get(self, what: str) -> str | None:
+        return self._degraded.get(what)
+
+    def __contains__(self, what: object) -> bool:
+        return what in self._degraded
+
+    def snapshot(self) -> dict[str, str]:
+        """A copy of the map (for other threads: tests, tools)."""
+        return dict(self._degraded)
+
+    def changed(self) -> None:
+        """Something the status shows besides `degraded` changed (queue, current, voices)."""
+        self._changed = True
+
+    def take_changed(self) -> bool:
+        """Whether the status must be published again; clears the flag."""
+        changed, self._changed = self._changed, False
+        return changed
+
+    def status(self, state: str, *, voice: str, queue_depth: int, voices: tuple[str, ...],
+               current: str | None, keepalive: dict[str, float] | None) -> Status:
+        """The retained status as of now."""
+        return Status(
+            state=state,  # type: ignore[arg-type]
+            version=__version__,
+            voice=voice,
+            queue_depth=queue_depth,
+            locked_bytes=read_vmlck(),
+            degraded=tuple(Degraded(w, r) for w, r in sorted(self._degraded.items())),
+            voices=voices,
+            current=current,
+            ts=time.time(),
+            keepalive=keepalive,
+        )
+
+
+__all__ = ["Health"]

@@ -1,0 +1,345 @@
+"""Play-out: the announcement whose turn it is, from its source to the player's last report.
+
+:func:`choose_source` is the one place that decides where an announcement's
+audio comes from: a clip, a phrase-cache hit, the synthesis thread, or the
+fallback clip when its voice is unavailable.  Audio that exists already is
+fed to the player from the loop at once (:func:`feed_audio`), without
+waiting for the synthesis thread; the loop also plays the fallback clip when
+the first speech misses its deadline (issue 6: never silent).  The player's
+reports end each announcement: its event, its acknowledgement, and after a
+preemption its return to the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgetts.audio.job import PlaybackJob
+from edgetts.audio.player import Player, PlayerReport
+from edgetts.daemon.admission import preempts
+from edgetts.daemon.assets import Assets
+from edgetts.daemon.clips import Clip
+from edgetts.daemon.events import Events
+from edgetts.daemon.fallback import choose
+from edgetts.daemon.health import Health
+from edgetts.daemon.messages import Announcement
+from edgetts.daemon.phrase_cache import voice_synthesis_config
+from edgetts.daemon.scheduler import Entry, Scheduler
+from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest, gained
+from edgetts.engine import SynthesisConfig, Voice
+
+_LOGGER = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Audio that exists already: a clip, a phrase-cache hit, or the fallback clip of an unavailable voice."""
+
+    sentences: list[np.ndarray]
+    rate: int
+    start: tuple[int, int]
+    """(repeat, sentence) to start from."""
+    gain: float = 1.0
+    cached: bool = False
+    """A phrase-cache hit (`"cached": true` on `started`)."""
+    unavailable: str | None = None
+    """Why the announcement's voice is unavailable (``fallback`` plays instead), else None."""
+    fallback: Clip | None = None
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """Speech the synthesis thread makes, with the fallback clip to play if it fails or is late."""
+
+    voice: Voice
+    text: str
+    config: SynthesisConfig
+    gain: float
+    cache_key: str | None
+    fallback: Clip | None
+
+
+@dataclass(frozen=True)
+class Unplayable:
+    """Nothing can play (the announcement fails with ``reason``)."""
+
+    reason: str
+
+
+Source = Recorded | Synthesis | Unplayable
+
+
+def choose_source(entry: Entry, assets: Assets) -> Source:
+    """Where ``entry``'s audio comes from, with the assets in force now."""
+    ann = entry.announcement
+    start = (entry.repeats_done, entry.resume_sentence)
+    if ann.clip is not None:
+        clip = assets.clips.get(ann.clip)
+        if clip is None:  # gone with a reload while it was queued
+            return Unplayable(f"clip {ann.clip!r} is no longer available")
+        return Recorded([clip.audio], clip.rate, start)
+    assert ann.text is not None
+    name = ann.voice or assets.config.voice.name
+    settings = assets.config.all_voices().get(name)
+    if settings is None:  # removed by a reload while it was queued
+        return Unplayable(f"voice {name!r} is no longer configured")
+    fallback = fallback_clip(ann, assets)
+    voice = assets.voices.get(name)
+    if voice is None:
+        why = assets.voice_errors.get(name, f"voice {name!r} is not loaded")
+        if fallback is None:
+            return Unplayable(f"voice unavailable: {why}")
+        return Recorded([fallback.audio], fallback.rate, (start[0], 0), unavailable=why, fallback=fallback)
+    config = voice_synthesis_config(settings)
+    gain = assets.speech_gain(name)
+    key = assets.cache_key(name, ann.text, config)
+    hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
+    if hit is not None:
+        return Recorded(list(hit.sentences), hit.sample_rate, start, gain, cached=True)
+    return Synthesis(voice, ann.text, config, gain, key, fallback)
+
+
+def fallback_clip(ann: Announcement, assets: Assets) -> Clip | None:
+    """The clip that stands in for ``ann``'s speech (its own, a rule's or the default), if any is there."""
+    fb = assets.config.fallback
+    choice = choose(ann.fallback, ann.text, assets.rules, fb.default_clip)
+    if choice is None:
+        return None
+    clip = assets.clips.get(choice.clip)
+    if clip is None:
+        _LOGGER.warning("fallback clip %r (%s) is not in the clip library", choice.clip, choice.source)
+        if choice.source != "default" and fb.default_clip is not None:
+            clip = assets.clips.get(fb.default_clip)
+    return clip
+
+
+def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray], rate: int,
+               repeat: int, start: tuple[int, int], gain: float) -> None:
+    """Feed audio that exists already (a clip, a phrase-cache hit) and end the job."""
+    first_repeat, first_sentence = start
+    for rep in range(first_repeat, repeat):
+        skip = first_sentence if rep == first_repeat else 0
+        if chime is not None and skip == 0:
+            job.feed(chime.audio, chime.rate, (rep, -1))
+        for i, audio in enumerate(sentences):
+            if i >= skip:
+                job.feed(gained(audio, gain), rate, (rep, i), speech=True)
+    job.end()
+
+
+# ----------------------------------------------------------------- play-out
+
+
+@dataclass(eq=False)
+class Running:
+    """An announcement handed to the player, until its job's last report."""
+
+    entry: Entry
+    job: PlaybackJob
+    preempted: bool = False
+    deadline_mono: float | None = None
+    """When the first speech must be there, else the fallback clip plays (None: no deadline)."""
+    fallback: Clip | None = None
+    fallback_done: bool = False
+    cached: bool = False
+
+
+class Playout:
+    """The loop's side of playing: which announcement plays, and what the player says of it."""
+
+    def __init__(self, scheduler: Scheduler, synth: Synthesizer, events: Events, health: Health,
+                 assets: Callable[[], Assets]) -> None:
+        self._scheduler, self._synth, self._events, self._health = scheduler, synth, events, health
+        self._assets = assets
+        self.player: Player | None = None
+        """Set at start-up, once the device was probed."""
+        self.stopping = False
+        """The daemon is stopping: nothing new starts, and what it interrupts is not acknowledged."""
+        self.current: Running | None = None
+        self._running: dict[PlaybackJob, Running] = {}
+
+    def in_hand(self) -> list[Entry]:
+        """The entries with a job on the player (playing, or fading out after a preemption)."""
+        return [running.entry for running in self._running.values()]
+
+    def stop_all(self) -> None:
+        for running in list(self._running.values()):
+            running.job.stop()
+
+    def pending_deadline(self) -> float | None:
+        """Monotonic time the current announcement's first speech is due by, while it is awaited."""
+        cur = self.current
+        if cur is None or cur.fallback_done:
+            return None
+        return cur.deadline_mono
+
+    # ----------------------------------------------------------- start
+    def admitted(self, entry: Entry) -> None:
+        """``entry`` was queued: interrupt the one playing if it must, get it ready if it is next."""
+        cur = self.current
+        if cur is not None and not cur.preempted and preempts(entry.announcement, cur.entry.announcement):
+            _LOGGER.info("%s interrupts %s", entry.id, cur.entry.id)
+            cur.preempted = True
+            cur.job.stop()
+            self.current = None  # the next one starts now; the player fades the old one first
+        if self.current is not None and self._scheduler.peek() is entry:
+            self.prefetch_next()  # it plays next: get its first sentence ready meanwhile
+
+    def start_next(self) -> None:
+        """Hand the most urgent queued announcement to the player, when none is playing."""
+        if self.current is not None or self.stopping or self.player is None:
+            return
+        entry = self._scheduler.pop()
+        if entry is None:
+            return
+        assets = self._assets()
+        source = choose_source(entry, assets)
+        if isinstance(source, Unplayable):
+            self._finish(entry, "failed", source.reason)
+            return
+        ann = entry.announcement
+        chime = assets.clips.get(ann.chime) if ann.chime else None
+        job = PlaybackJob(entry, self.player.converter, assets.config.audio.volume * ann.volume)
+        running = Running(entry, job)
+        self._running[job] = running
+        self.current = running
+        self.player.submit(job)
+        self._health.changed()
+        if isinstance(source, Synthesis):
+            self._synthesize(running, source, chime, assets)
+        else:
+            self._play_recorded(running, source, chime)
+        self.prefetch_next()
+
+    def _play_recorded(self, running: Running, source: Recorded, chime: Clip | None) -> None:
+        running.cached = source.cached
+        if source.unavailable is not None:
+            assert source.fallback is not None
+            running.fallback, running.fallback_done = source.fallback, True
+            self._events.fallback(running.entry.id, "voice_unavailable", source.fallback.name, source.unavailable)
+        feed_audio(running.job, chime, source.sentences, source.rate, running.entry.announcement.repeat,
+                   source.start, source.gain)
+
+    def _synthesize(self, running: Running, source: Synthesis, chime: Clip | None, assets: Assets) -> None:
+        entry, ann = running.entry, running.entry.announcement
+        running.fallback = source.fallback
+        if source.fallback is not None:
+            deadline_ms = ann.deadline_ms or assets.config.fallback.deadline_ms
+            running.deadline_mono = time.monotonic() + deadline_ms / 1000.0
+        self._synth.submit(SynthRequest(
+            job=running.job, voice=source.voice, text=source.text, config=source.config, chime=chime,
+            repeat=ann.repeat, start=(entry.repeats_done, entry.resume_sentence), fallback=source.fallback,
+            gain=source.gain, cache=assets.cache, cache_key=source.cache_key,
+        ))
+
+    def prefetch_next(self) -> None:
+        """Have the synthesis thread start on the first sentence of the next queued announcement."""
+        nxt = self._scheduler.peek()
+        if nxt is None or nxt.announcement.text is None or nxt.resume_sentence or nxt.repeats_done:
+            return
+        assets = self._assets()
+        name = nxt.announcement.voice or assets.config.voice.name
+        voice = assets.voices.get(name)
+        settings = assets.config.all_voices().get(name)
+        if voice is None or settings is None:
+            return
+        config = voice_synthesis_config(settings)
+        key = assets.cache_key(name, nxt.announcement.text, config)
+        if key is not None and assets.cache is not None and key in assets.cache:
+            return  # it plays from the cache: nothing to synthesize
+        self._synth.submit(Prefetch((nxt.id, id(voice), nxt.announcement.text), voice,
+                                    nxt.announcement.text, config))
+
+    # ----------------------------------------------------- while it plays
+    def check_deadline(self) -> None:
+        """The first speech of the announcement playing is late: its fallback clip plays instead."""
+        cur = self.current
+        if cur is None or cur.deadline_mono is None or cur.fallback_done or cur.fallback is None:
+            return
+        if time.monotonic() < cur.deadline_mono:
+            return
+        cur.deadline_mono = None
+        if cur.job.speech_fed or cur.job.closed:
+            return
+        clip = cur.fallback
+        ann = cur.entry.announcement
+        if cur.job.take_over(clip.audio, clip.rate, (cur.job.position[0], FALLBACK_SENTENCE),
+                             before_speech=True, times=ann.repeat - cur.job.position[0]):
+            cur.fallback_done = True
+            ms = ann.deadline_ms or self._assets().config.fallback.deadline_ms
+            self._events.fallback(cur.entry.id, "deadline", clip.name, f"no speech within {ms} ms (deadline_ms)")
+
+    def on_fallback_used(self, msg: FallbackUsed) -> None:
+        running = self._running.get(msg.job)
+        if running is not None and not running.fallback_done:
+            running.fallback_done = True
+            assert running.fallback is not None
+            self._events.fallback(running.entry.id, msg.reason, running.fallback.name, msg.detail)
+
+    # ----------------------------------------------------- player reports
+    def on_report(self, report: PlayerReport) -> None:
+        if report.job is None:
+            self._device_report(report)
+            return
+        running = self._running.get(report.job)
+        if running is None:
+            return
+        entry = running.entry
+        if report.kind == "started":
+            latency = (report.at_mono - entry.received_mono) * 1000.0
+            # ts = when the first audio was handed to the device, not when we got round to saying so
+            ts = time.time() - (time.monotonic() - report.at_mono)
+            self._events.publish(entry.id, "started", latency_ms=latency, ts=ts,
+                                 cached=True if running.cached else None)
+            return
+        del self._running[report.job]
+        if self.current is running:
+            self.current = None
+        if report.kind == "finished":
+            self._finish(entry, "finished")
+        elif report.kind == "failed":
+            self._finish(entry, "failed", report.reason)
+        elif report.kind == "stopped" and not self.stopping:  # stopping: not acked, the broker delivers it again
+            self._stopped(entry, report.position)
+
+    def _device_report(self, report: PlayerReport) -> None:
+        if report.kind == "device_failed":
+            self._health.set("audio", report.reason or "audio device failed")
+        elif report.kind == "device_ok":
+            self._health.clear("audio")
+        elif report.kind == "thread_setup":
+            if report.reason:
+                self._health.set("audio_thread", report.reason)
+            else:
+                self._health.clear("audio_thread")
+        self._health.changed()
+
+    def _stopped(self, entry: Entry, position: tuple[int, int]) -> None:
+        """A preempted announcement: back into the queue (from its sentence) or dropped."""
+        rep, sentence = position
+        if self._assets().config.queue.on_preempt == "resume":
+            entry.repeats_done, entry.resume_sentence = rep, max(0, sentence)
+            self._events.publish(entry.id, "preempted", f"resumes from sentence {max(0, sentence) + 1}")
+            self._scheduler.requeue(entry)
+        else:
+            self._scheduler.ended(entry.id, time.time())
+            self._events.publish(entry.id, "preempted", "dropped (queue/on_preempt: drop)")
+            self._events.ack(entry.acks)
+
+    def _finish(self, entry: Entry, event: str, reason: str | None = None) -> None:
+        # A failed one is forgotten at once, so the publisher may retry it with the same id.
+        self._scheduler.ended(entry.id, time.time(), remember=event != "failed")
+        self._events.publish(entry.id, event, reason)
+        self._events.ack(entry.acks)
+
+
+__all__ = ["Playout", "Recorded", "Running", "Source", "Synthesis", "Unplayable", "choose_source",
+           "fallback_clip", "feed_audio"]

@@ -1,0 +1,246 @@
+"""The synthesis thread: inference for the announcement playing, then a head start on the next.
+
+It feeds the playback job sentence by sentence (sentence n+1 is synthesized
+while sentence n plays), stores one full play in the phrase cache, and when
+the voice raises hands the job its fallback clip (issue 6), telling the loop
+first (:class:`FallbackUsed`).  When idle it runs the keepalive inference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgetts.audio.job import PlaybackJob
+from edgetts.daemon.clips import Clip
+from edgetts.daemon.keepalive import Keepalive
+from edgetts.daemon.phrase_cache import PhraseCache
+from edgetts.engine import AudioChunk, SynthesisConfig, Voice
+from edgetts.errors import EdgeTTSError, UnspeakableTextError
+
+_LOGGER = logging.getLogger(__name__)
+
+#: Position (repeat, sentence) of a fallback clip in a job: after every sentence of its repeat.
+FALLBACK_SENTENCE = 10**6
+
+
+@dataclass(frozen=True)
+class FallbackUsed:
+    """To the loop: the synthesis thread handed ``job`` its fallback clip."""
+
+    job: PlaybackJob
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class SynthRequest:
+    """Everything the synthesis thread needs for one announcement."""
+
+    job: PlaybackJob
+    voice: Voice
+    text: str
+    config: SynthesisConfig
+    chime: Clip | None
+    repeat: int
+    start: tuple[int, int]
+    """(repeat, sentence) to start from (after a preemption)."""
+    fallback: Clip | None = None
+    """Played when synthesis raises (reason synthesis_error or unspeakable)."""
+    gain: float = 1.0
+    """Loudness gain of this voice (1.0 = its own level)."""
+    cache: PhraseCache | None = None
+    cache_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """Synthesize the first sentence of what is likely to play next."""
+
+    key: tuple[str, int, str]
+    """(announcement id, id(voice), text): a later request must match all three."""
+    voice: Voice
+    text: str
+    config: SynthesisConfig
+
+
+class Synthesizer:
+    """The thread that runs inference, one announcement at a time.
+
+    After the announcement in hand is synthesized (it is then still playing),
+    the thread synthesizes the first sentence of the next queued one
+    (:class:`Prefetch`), so back-to-back announcements follow without a gap
+    for inference.  A prefetch nobody asks for is dropped at the next one.
+    """
+
+    def __init__(
+        self,
+        notify: Callable[[Any], None] | None = None,
+        *,
+        setup: Callable[[], None] | None = None,
+        keepalive: Keepalive | None = None,
+    ) -> None:
+        self._notify = notify or (lambda _msg: None)
+        self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
+        self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
+        self._setup = setup
+        self.keepalive = keepalive
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The synthesis thread (where it runs is what cpu.inference_cores decides)."""
+        return self._thread
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, request: SynthRequest | Prefetch) -> None:
+        self._requests.put(request)
+
+    def close(self, timeout: float = 2.0) -> None:
+        self._requests.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _next(self) -> SynthRequest | Prefetch | None:
+        """The next request; while none comes, the keepalive inference when it is due."""
+        ka = self.keepalive
+        while True:
+            timeout = ka.seconds_until_due() if ka is not None else None
+            try:
+                return self._requests.get(timeout=timeout)
+            except queue.Empty:
+                assert ka is not None
+                # A request arriving meanwhile stops it between sentences (issue 5).
+                ka.run(preempted=lambda: not self._requests.empty())
+
+    def _run(self) -> None:
+        if self._setup is not None:
+            self._setup()  # NUMA node and core of this thread, before any inference on it
+        while (request := self._next()) is not None:
+            if self.keepalive is not None:
+                self.keepalive.note_activity()
+            if isinstance(request, Prefetch):
+                self._prefetch(request)
+                continue
+            job = request.job
+            if job.stop_requested or job.closed:
+                continue
+            try:
+                self._synthesize(request)
+            except UnspeakableTextError as exc:
+                self._failed(request, "unspeakable", str(exc))
+            except EdgeTTSError as exc:
+                self._failed(request, "synthesis_error", str(exc))
+            except Exception as exc:  # a bug or a broken model must not kill the daemon
+                _LOGGER.exception("synthesis failed")
+                self._failed(request, "synthesis_error", f"synthesis failed: {type(exc).__name__}: {exc}")
+
+    def _failed(self, req: SynthRequest, reason: str, detail: str) -> None:
+        job = req.job
+        if job.closed:  # the deadline's fallback got there first
+            return
+        clip = req.fallback
+        if clip is None or job.stop_requested:  # (an interrupted one is not replaced)
+            job.fail(detail)
+            return
+        # Told before the clip is handed over, so `fallback` precedes its `started`.
+        self._notify(FallbackUsed(job, reason, detail))
+        if not job.take_over(clip.audio, clip.rate, (job.position[0], FALLBACK_SENTENCE),
+                             before_speech=False, times=req.repeat - job.position[0]):
+            _LOGGER.debug("fallback for %s came too late", job.token.id)
+
+    def _prefetch(self, req: Prefetch) -> None:
+        self._prefetched = None
+        chunks = iter(req.voice.synthesize(req.text, req.config))
+        try:
+            first = next(chunks)
+        except StopIteration:
+            return
+        except Exception:  # the real request will run it again and report why
+            _LOGGER.debug("prefetch failed", exc_info=True)
+            return
+        self._prefetched = (req.key, itertools.chain([first], chunks))
+
+    def _chunks(self, req: SynthRequest) -> Iterator[AudioChunk]:
+        assert req.voice is not None and req.text is not None
+        held, self._prefetched = self._prefetched, None
+        key = (req.job.token.id, id(req.voice), req.text)
+        if held is not None and held[0] == key and req.start == (0, 0):
+            return held[1]
+        return iter(req.voice.synthesize(req.text, req.config))
+
+    def _synthesize(self, req: SynthRequest) -> None:
+        job = req.job
+        cached: list[AudioChunk] | None = None  # one full play
+        first_repeat, first_sentence = req.start
+        for rep in range(first_repeat, req.repeat):
+            skip = first_sentence if rep == first_repeat else 0
+            if req.chime is not None and skip == 0:
+                job.feed(req.chime.audio, req.chime.rate, (rep, -1))
+            if cached is not None and skip == 0:
+                for piece in cached:
+                    if not job.feed(gained(piece.audio, req.gain), piece.sample_rate, (rep, piece.sentence_index),
+                                    speech=True):
+                        return
+                continue
+            pieces: list[AudioChunk] = []
+            for chunk in self._chunks(req):
+                if job.stop_requested:
+                    return
+                pieces.append(chunk)
+                if chunk.sentence_index >= skip and not job.feed(
+                    gained(chunk.audio, req.gain), chunk.sample_rate, (rep, chunk.sentence_index),
+                    speech=True,
+                ):
+                    return  # a fallback clip took the job over (deadline): this work is not wanted
+            if skip == 0:
+                cached = pieces
+                if req.cache is not None and req.cache_key is not None:
+                    store_play(req.cache, req.cache_key, req.text, pieces)
+        job.end()
+
+
+def gained(audio: np.ndarray, gain: float) -> np.ndarray:
+    """``audio`` times the voice's loudness gain (the same array when the gain is 1)."""
+    return audio if gain == 1.0 else (audio * np.float32(gain)).astype(np.float32)
+
+
+def join_sentences(chunks: Sequence[AudioChunk]) -> tuple[int, list[np.ndarray]] | None:
+    """One full play of a text as (rate, one array a sentence): a streaming voice's windows joined.
+
+    None when ``chunks`` are no such play (nothing, several rates, sentences out of order).
+    """
+    rates = {chunk.sample_rate for chunk in chunks}
+    if len(rates) != 1:
+        return None
+    sentences: list[list[np.ndarray]] = []
+    for chunk in chunks:
+        if chunk.sentence_index == len(sentences):
+            sentences.append([chunk.audio])
+        elif chunk.sentence_index == len(sentences) - 1:
+            sentences[-1].append(chunk.audio)
+        else:
+            return None
+    return rates.pop(), [parts[0] if len(parts) == 1 else np.concatenate(parts) for parts in sentences]
+
+
+def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioChunk]) -> bool:
+    """Store one full play of ``text`` (the daemon's and `edgetts render`'s one way); True if written."""
+    play = join_sentences(chunks)
+    if play is None:
+        return False
+    rate, sentences = play
+    return cache.put(key, rate, sentences, text)
+
+
+__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Prefetch", "SynthRequest", "Synthesizer", "gained",
+           "join_sentences", "store_play"]
