@@ -129,7 +129,8 @@ def load_voice(
         from edgetts.voice.ar.voice import ArVoice
 
         return ArVoice.load(info.path, threads=threads)
-    from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+    from edgetts.voice.piper.voice import PiperVoice
+    from edgetts.voice.piper.windows import StreamingOptions
 
     text = text or TextOptions()
     if not normalize:
