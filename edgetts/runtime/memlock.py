@@ -88,8 +88,9 @@ class InitializerSpan:
 class LockedWeights:
     """The model map and the ``OrtValue`` views a session computes from.
 
-    Keep this object referenced as long as the session lives (store it on the
-    voice); :meth:`close` only after the session is gone.
+    Keep this object referenced as long as the session lives
+    (:func:`edgetts.voice.onnx_session.create_session` stores it on the
+    session); :meth:`close` only after the session is gone.
     """
 
     path: Path
