@@ -39,6 +39,7 @@ import mmap
 import os
 import resource
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: memoryview, start: int, end: int):  # type: ignore[no-untyped-def]
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value or (offset, length)) of one message."""
     pos = start
     while pos < end:

@@ -29,7 +29,7 @@ def make_session(path: Path, runtime: RuntimeOptions) -> Any:
 class BlockLm:
     """An LM exported with the block-cache contract (tools/export_qwen2_onnx.py)."""
 
-    def __init__(self, session, layout: KvLayout, vocab_size: int, path: Path) -> None:
+    def __init__(self, session: Any, layout: KvLayout, vocab_size: int, path: Path) -> None:
         self.session = session
         self.layout = layout
         self.vocab_size = vocab_size

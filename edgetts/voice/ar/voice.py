@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class ArVoice:
         self,
         manifest: ArManifest,
         lm: BlockLm,
-        decoder_session,
+        decoder_session: Any,
         tokenizer: Tokenizer,
         pool: BlockPool,
         prefix: SharedPrefix,
