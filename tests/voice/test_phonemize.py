@@ -9,7 +9,7 @@ import sys
 import pytest
 from support.paths import corpus_lines
 
-from edgetts.voice.piper.phonemize import _clause_terminator, phonemize, phonemize_clauses
+from edgetts.voice.piper.phonemize import clause_terminator, phonemize, phonemize_clauses
 
 # piper-tts 1.8.0 links espeak-ng at an unreleased commit (212928b, 2025-03-22);
 # the newest released espeak-ng (1.52.0, on PyPI and in Debian) has an older
@@ -114,7 +114,7 @@ def test_clauses_carry_terminators_and_sentence_ends() -> None:
     ],
 )
 def test_clause_terminator(consumed: str, is_last: bool, expected: tuple[str, bool]) -> None:
-    assert _clause_terminator(consumed, is_last) == expected
+    assert clause_terminator(consumed, is_last) == expected
 
 
 def test_empty_and_symbol_only_text_has_no_phonemes() -> None:
