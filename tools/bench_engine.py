@@ -85,7 +85,8 @@ def _load_edgetts(threads: int, zero_noise: bool, normalize: bool, streaming: bo
     from edgetts.voice.catalog import default_voice_path
     from edgetts.voice.model_cache import default_cache_dir
     from edgetts.voice.onnx_session import RuntimeOptions
-    from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+    from edgetts.voice.piper.voice import PiperVoice
+    from edgetts.voice.piper.windows import StreamingOptions
 
     # What load_voice("default", threads=..., normalize=...) does, with streaming chosen here.
     voice = PiperVoice.load(

@@ -140,7 +140,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 def cmd_phonemes(args: argparse.Namespace) -> int:
     from edgetts.text.prepare import TextOptions
     from edgetts.voice.catalog import resolve_voice
-    from edgetts.voice.piper.voice import PiperFrontend, PiperVoiceConfig
+    from edgetts.voice.piper.frontend import PiperFrontend
+    from edgetts.voice.piper.model_config import PiperVoiceConfig
 
     info = resolve_voice(args.voice)
     if info.family != "piper":

@@ -1,9 +1,11 @@
 """Where inference runs: the daemon's decision from `cpu:` and the machine's topology.
 
-Made once at start-up (and again on reload) on the main thread; the
-synthesis thread applies it to itself (:meth:`CpuPlan.apply_to_this_thread`),
-and the voices' onnxruntime sessions get ``cores``/``threads`` so their worker
-threads are pinned where the caller is not (docs/edge-runtime.md).
+Made once, at start-up, on the main thread: a reload keeps it (voices loaded
+by a reload get the same cores and threads), so a change of ``cpu:`` takes
+effect after a restart.  The synthesis thread applies it to itself
+(:meth:`CpuPlan.apply_to_this_thread`), and the voices' onnxruntime sessions
+get ``cores``/``threads`` so their worker threads are pinned where the caller
+is not (docs/edge-runtime.md).
 """
 
 from __future__ import annotations

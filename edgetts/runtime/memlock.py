@@ -39,6 +39,7 @@ import mmap
 import os
 import resource
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,9 @@ class InitializerSpan:
 class LockedWeights:
     """The model map and the ``OrtValue`` views a session computes from.
 
-    Keep this object referenced as long as the session lives (store it on the
-    voice); :meth:`close` only after the session is gone.
+    Keep this object referenced as long as the session lives
+    (:func:`edgetts.voice.onnx_session.create_session` stores it on the
+    session); :meth:`close` only after the session is gone.
     """
 
     path: Path
@@ -140,7 +142,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: memoryview, start: int, end: int):  # type: ignore[no-untyped-def]
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value or (offset, length)) of one message."""
     pos = start
     while pos < end:

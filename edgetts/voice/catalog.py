@@ -118,8 +118,9 @@ def load_voice(
 
     ``text`` sets how text is prepared (normaliser options, lexicon, SSML);
     ``normalize=False`` turns the normaliser off whatever ``text`` says.
-    ``cores`` pins onnxruntime's worker threads, ``lock`` locks the weights in
-    RAM (docs/edge-runtime.md); ``streaming`` decodes Piper voices in windows
+    ``threads``, ``cores`` (pins onnxruntime's worker threads) and ``lock``
+    (locks the weights in RAM, docs/edge-runtime.md) apply to voices of every
+    family, through one :class:`RuntimeOptions`; ``streaming`` decodes Piper voices in windows
     (first audio sooner, docs/streaming.md), ``fast_start_ids`` > 0 with it starts long
     first sentences from a prefix (``StreamingOptions.fast_start_ids``).
     """
@@ -128,8 +129,9 @@ def load_voice(
     if info.family == "ar":
         from edgetts.voice.ar.voice import ArVoice
 
-        return ArVoice.load(info.path, threads=threads)
-    from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+        return ArVoice.load(info.path, runtime=runtime)
+    from edgetts.voice.piper.voice import PiperVoice
+    from edgetts.voice.piper.windows import StreamingOptions
 
     text = text or TextOptions()
     if not normalize:

@@ -51,7 +51,8 @@ def _cpu_identity() -> str:
     return "\n".join(seen)
 
 
-def _checksum(text: str) -> str:
+def checksum(text: str) -> str:
+    """A short hex digest of ``text`` for cache file names (not cryptographic)."""
     # Two 32-bit checksums, not hashlib: importing hashlib loads OpenSSL (~3 MB of
     # RSS on every start) and a cache name needs no cryptographic strength.
     data = text.encode("utf-8")
@@ -60,7 +61,7 @@ def _checksum(text: str) -> str:
 
 def _family(model: Path) -> str:
     """The part of a cache name shared by every version of one model file."""
-    return f"{model.name.removesuffix('.onnx')}-{_checksum(str(model.resolve()))[:8]}-"
+    return f"{model.name.removesuffix('.onnx')}-{checksum(str(model.resolve()))[:8]}-"
 
 
 def cache_key(model: Path, ort_version: str, optimization: str) -> str:
@@ -76,7 +77,7 @@ def cache_key(model: Path, ort_version: str, optimization: str) -> str:
             _cpu_identity(),
         ]
     )
-    return f"{_family(model)}{_checksum(identity)}.onnx"
+    return f"{_family(model)}{checksum(identity)}.onnx"
 
 
 def stale_entries(directory: Path, model: Path, current: str) -> list[Path]:

@@ -1,8 +1,10 @@
 """The one place that builds onnxruntime sessions.
 
-Every model edgetts runs (Piper voices, the autoregressive LM and decoder)
-gets its ``SessionOptions`` here, so thread counts, spinning, graph
-optimisation and, later, core pinning are decided once.
+Every model edgetts runs (Piper voices and their split parts, the
+autoregressive LM and decoder) gets its ``SessionOptions`` here, so thread
+counts, spinning, graph optimisation, core pinning (``cpu.inference_cores``)
+and locked weights (``memory.lock``) are decided once, from one
+:class:`RuntimeOptions`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import onnxruntime as ort
 
 from edgetts.errors import VoiceError
 from edgetts.runtime.affinity import apply_to_session_options
-from edgetts.runtime.memlock import LockedWeights, lock_weights
+from edgetts.runtime.memlock import lock_weights
 from edgetts.voice.model_cache import cache_key, prepare_dir, stale_entries
 
 _LOGGER = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ class RuntimeOptions:
     """Let worker threads spin between the operators of one run (no futex wake-up per operator:
     first audio at 2 threads ~15 % sooner here).  They stop spinning as soon as the run returns
     (``session.force_spinning_stop``), so an idle board burns nothing: without that, spinning
-    cost 97 % of a core between requests here (tests/test_piper_voice.py checks the idle cost)."""
+    cost 97 % of a core between requests here (tests/voice/test_piper_voice.py checks the idle cost)."""
 
     optimization: str = "all"
     """Graph optimisation level: disable | basic | extended | all."""
@@ -114,11 +116,6 @@ def _new_session(source: str | bytes, so: ort.SessionOptions, lock: bool = False
         session.edgetts_locked_weights = weights
     _return_free_heap()
     return session
-
-
-def locked_weights(session: ort.InferenceSession) -> LockedWeights | None:
-    """The weights :func:`create_session` locked for ``session``, if any."""
-    return getattr(session, "edgetts_locked_weights", None)
 
 
 @functools.cache

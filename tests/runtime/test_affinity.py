@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,32 +107,21 @@ def _tasks() -> dict[int, str]:
     return out
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs CPUs 0 and 1")
-@pytest.mark.parametrize(("cores", "threads", "workers", "caller"), [((1,), 2, "1", "1"), ((0, 1), 2, "1", "0")])
-def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers, caller) -> None:  # type: ignore[no-untyped-def]
-    """Read every thread's Cpus_allowed_list while a real inference runs on another thread."""
-    import onnxruntime as ort
-
-    from edgetts.voice.catalog import default_voice_path
-
+def _affinities_during(load: Callable[[], Any], run: Callable[[Any], object]) -> tuple[int, dict[int, str]]:
+    """The synthesis thread's id, and every new thread's Cpus_allowed_list while ``run`` keeps
+    inferring on that thread: ``load`` builds the model there, as the daemon's synthesis thread does."""
     before = set(_tasks())
-    result: dict[str, object] = {}
+    result: dict[str, int] = {}
     ready = threading.Event()
     stop = threading.Event()
 
     def synthesis_thread() -> None:
-        # Through edgetts' one session builder: RuntimeOptions.cores pins the workers.
-        so = session_options(RuntimeOptions(threads=threads, cores=cores))
-        pin_current_thread(plan_pinning(cores, threads).caller_cores)
+        model = load()
         result["tid"] = threading.get_native_id()
-        sess = ort.InferenceSession(str(default_voice_path()), so, providers=["CPUExecutionProvider"])
-        ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 20 + [2]], dtype=np.int64)
-        feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], np.int64),
-                 "scales": np.array([0, 1, 0], np.float32)}
-        sess.run(None, feeds)
+        run(model)
         ready.set()
         while not stop.is_set():
-            sess.run(None, feeds)
+            run(model)
 
     t = threading.Thread(target=synthesis_thread)
     t.start()
@@ -142,7 +133,54 @@ def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers
         stop.set()
         t.join()
     tid = result["tid"]
-    new = {k: v for k, v in during.items() if k not in before and k != tid}
+    return tid, {k: v for k, v in during.items() if k not in before or k == tid}
+
+
+_PLACEMENTS = [((1,), 2, "1", "1"), ((0, 1), 2, "1", "0")]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs CPUs 0 and 1")
+@pytest.mark.parametrize(("cores", "threads", "workers", "caller"), _PLACEMENTS)
+def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers, caller) -> None:  # type: ignore[no-untyped-def]
+    """Read every thread's Cpus_allowed_list while a real inference runs on another thread."""
+    import onnxruntime as ort
+
+    from edgetts.voice.catalog import default_voice_path
+
+    ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 20 + [2]], dtype=np.int64)
+    feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], np.int64),
+             "scales": np.array([0, 1, 0], np.float32)}
+
+    def load() -> Any:
+        # Through edgetts' one session builder: RuntimeOptions.cores pins the workers.
+        so = session_options(RuntimeOptions(threads=threads, cores=cores))
+        pin_current_thread(plan_pinning(cores, threads).caller_cores)
+        return ort.InferenceSession(str(default_voice_path()), so, providers=["CPUExecutionProvider"])
+
+    tid, during = _affinities_during(load, lambda sess: sess.run(None, feeds))
+    new = {k: v for k, v in during.items() if k != tid}
     assert len(new) == threads - 1, during  # onnxruntime's intra-op workers
     assert set(new.values()) == {workers}
-    assert during[tid] == caller  # type: ignore[index]
+    assert during[tid] == caller
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs CPUs 0 and 1")
+@pytest.mark.parametrize(("cores", "threads", "workers", "caller"), _PLACEMENTS)
+def test_ar_voice_workers_run_on_the_configured_cores(cores, threads, workers, caller, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """cpu.inference_cores reaches an AR voice's LM and decoder as it does a Piper voice (issue 12):
+    the voice is loaded by load_voice, as the daemon's voice loader does."""
+    from make_ar_test_voice import make_voice
+
+    from edgetts.voice.catalog import load_voice
+
+    manifest = make_voice(tmp_path)
+
+    def load() -> Any:
+        pin_current_thread(plan_pinning(cores, threads).caller_cores)  # what CpuPlan does on this thread
+        return load_voice(manifest, threads=threads, cores=cores)
+
+    tid, during = _affinities_during(load, lambda voice: list(voice.synthesize("Mind the gap.", seed=1)))
+    new = {k: v for k, v in during.items() if k != tid}
+    assert len(new) == 2 * (threads - 1), during  # intra-op workers of the LM's and the decoder's sessions
+    assert set(new.values()) == {workers}
+    assert during[tid] == caller

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from edgetts.runtime import memlock
-from edgetts.runtime.memlock import LOCK_FIX, find_initializers, lock_weights, read_vmlck
+from edgetts.runtime.memlock import LOCK_FIX, MIN_BYTES, find_initializers, lock_weights, read_vmlck
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,6 +90,31 @@ def test_locked_weights_as_root_identical_output() -> None:
         del session
         weights.close()
     assert read_vmlck() <= before + 4096
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="locking needs root/CAP_IPC_LOCK here")
+def test_ar_voice_weights_locked_as_root_identical_output(tmp_path: Path) -> None:
+    """memory.lock reaches an AR voice's LM and decoder as it does a Piper voice (issue 12):
+    the voice is loaded by load_voice, as the daemon's voice loader does."""
+    from make_ar_test_voice import make_voice
+
+    from edgetts.voice.ar.manifest import load_manifest
+    from edgetts.voice.catalog import load_voice
+
+    manifest = make_voice(tmp_path)
+    m = load_manifest(manifest)
+    needed = sum(s.nbytes for model in (m.lm_path, m.decoder.path) for s in find_initializers(model)
+                 if s.nbytes >= MIN_BYTES)  # what lock_weights maps and locks
+    assert needed > 400_000  # the tiny LM's 434 KiB and the decoder's 30 KiB
+    plain = load_voice(manifest, threads=1)
+    expected = np.concatenate([c.audio for c in plain.synthesize("Mind the gap.", seed=4)])
+    del plain
+
+    before = read_vmlck()
+    voice = load_voice(manifest, threads=1, lock=True)
+    assert read_vmlck() - before >= needed
+    got = np.concatenate([c.audio for c in voice.synthesize("Mind the gap.", seed=4)])
+    np.testing.assert_array_equal(got, expected)
 
 
 # ----------------------------------------------------------- unprivileged

@@ -22,6 +22,7 @@ from make_ar_test_voice import TINY_SHAPE
 
 from edgetts.voice.ar.kv_cache import BlockPool, KvLayout
 from edgetts.voice.ar.lm import BlockLm
+from edgetts.voice.onnx_session import RuntimeOptions
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +126,6 @@ def test_large_models_get_external_weights_that_load(tmp_path):
         external_above=0,
     )
     assert (tmp_path / "lm.onnx.data").stat().st_size > (tmp_path / "lm.onnx").stat().st_size
-    lm = BlockLm.load(tmp_path / "lm.onnx", KvLayout(2, 2, 16, 4), TINY_SHAPE.vocab_size, threads=1)
+    lm = BlockLm.load(tmp_path / "lm.onnx", KvLayout(2, 2, 16, 4), TINY_SHAPE.vocab_size, RuntimeOptions(threads=1))
     with BlockPool(lm.layout, 4).new_sequence() as seq:
         assert lm.forward(seq, np.arange(5)).shape == (5, TINY_SHAPE.vocab_size)

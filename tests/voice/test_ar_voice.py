@@ -15,12 +15,15 @@ from make_ar_test_voice import make_voice
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import UnspeakableTextError
 from edgetts.voice.ar.voice import ArVoice
+from edgetts.voice.onnx_session import RuntimeOptions
+
+ONE_THREAD = RuntimeOptions(threads=1)
 
 
 @pytest.fixture(scope="module", params=["prompt_prefix", "cosyvoice2"])
 def voice(request, tmp_path_factory):
     path = make_voice(tmp_path_factory.mktemp(request.param), layout=request.param)
-    v = ArVoice.load(path, threads=1)
+    v = ArVoice.load(path, runtime=ONE_THREAD)
     yield v
     v.close()
 
@@ -86,7 +89,7 @@ def test_volume_applies(voice):
 
 def test_long_text_is_segmented_to_fit_the_kv_limit(tmp_path):
     path = make_voice(tmp_path, max_sequence_tokens=64, max_len_ratio=3.0, chunk_tokens=4)
-    v = ArVoice.load(path, threads=1)
+    v = ArVoice.load(path, runtime=ONE_THREAD)
     assert v.max_segment_tokens == 15  # 1 task_id + 15 text + 45 speech tokens <= 64
     text = "a rather long announcement without any full stop that goes on and on and on"
     segments = v.segments(text)
@@ -100,7 +103,7 @@ def test_long_text_is_segmented_to_fit_the_kv_limit(tmp_path):
 
 def test_generation_stops_at_max_len_when_stop_is_masked_throughout(tmp_path):
     # min_len == max_len: the stop token is never allowed, so exactly max_len tokens come out
-    v = ArVoice.load(make_voice(tmp_path, min_len_ratio=3.0, max_len_ratio=3.0), threads=1)
+    v = ArVoice.load(make_voice(tmp_path, min_len_ratio=3.0, max_len_ratio=3.0), runtime=ONE_THREAD)
     segments = v.tokens_for("hi there", seed=0)  # 8 byte tokens -> max_len 24
     assert [len(s) for s in segments] == [24]
     chunks = list(v.synthesize("hi there", seed=0))
@@ -110,7 +113,7 @@ def test_generation_stops_at_max_len_when_stop_is_masked_throughout(tmp_path):
 def test_crossfade_touches_only_the_fade_in_of_each_later_chunk(tmp_path):
     from edgetts.voice.ar.voice import crossfade
 
-    v = ArVoice.load(make_voice(tmp_path, crossfade_samples=480), threads=1)
+    v = ArVoice.load(make_voice(tmp_path, crossfade_samples=480), runtime=ONE_THREAD)
     text = "Crossfaded chunks, please."
     chunks = list(v.synthesize(text, seed=6))
     assert len(chunks) >= 3

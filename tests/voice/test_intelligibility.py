@@ -69,7 +69,8 @@ def test_streamed_speech_is_heard_as_well_as_whole_sentences() -> None:
     from edgetts.voice.catalog import default_voice_path
     from edgetts.voice.model_cache import default_cache_dir
     from edgetts.voice.onnx_session import RuntimeOptions
-    from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+    from edgetts.voice.piper.voice import PiperVoice
+    from edgetts.voice.piper.windows import StreamingOptions
 
     voices = {
         mode: PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2),

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from edgetts.voice.piper.phonemize import _clause_terminator, phonemize, phonemize_clauses
+from edgetts.voice.piper.phonemize import clause_terminator, phonemize, phonemize_clauses
 
 from support.paths import corpus_lines
 
@@ -115,7 +115,7 @@ def test_clauses_carry_terminators_and_sentence_ends() -> None:
     ],
 )
 def test_clause_terminator(consumed: str, is_last: bool, expected: tuple[str, bool]) -> None:
-    assert _clause_terminator(consumed, is_last) == expected
+    assert clause_terminator(consumed, is_last) == expected
 
 
 def test_empty_and_symbol_only_text_has_no_phonemes() -> None:

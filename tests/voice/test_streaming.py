@@ -12,8 +12,8 @@ from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import TextOptions
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.onnx_session import RuntimeOptions
-from edgetts.voice.piper.streaming import plan_windows
-from edgetts.voice.piper.voice import PiperVoice, StreamingOptions
+from edgetts.voice.piper.voice import PiperVoice
+from edgetts.voice.piper.windows import StreamingOptions, plan_windows
 
 from support.paths import corpus_lines
 
@@ -103,7 +103,7 @@ def test_streamed_gain_is_fixed_per_voice(streaming_voice: PiperVoice) -> None:
 def test_unsplittable_voice_falls_back_to_whole_sentences(
     test_voices: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="edgetts.voice.piper.voice")
+    caplog.set_level(logging.WARNING, logger="edgetts.voice.piper.split_cache")
     for _ in range(2):
         voice = PiperVoice.load(test_voices["ok"], runtime=RuntimeOptions(threads=1), cache_dir=tmp_path,
                                 streaming=True, text=TextOptions(normalize=False))

@@ -4,32 +4,32 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from edgetts.errors import SynthesisError, VoiceError
 from edgetts.voice.ar.kv_cache import KvLayout, KvSequence
+from edgetts.voice.onnx_session import RuntimeOptions, create_session
 
 _LOGGER = logging.getLogger(__name__)
 
 
-def make_session(path: Path, threads: int | None):
-    """A CPU session with the project's runtime options (edgetts/onnx_session.py).
+def make_session(path: Path, runtime: RuntimeOptions) -> Any:
+    """A CPU session through the project's one session builder (edgetts.voice.onnx_session):
+    threads, pinned cores (``cpu.inference_cores``) and locked weights (``memory.lock``)
+    as for a Piper voice.
 
     No optimised-model cache: an LM is hundreds of MB and would be stored twice.
-    Memory patterns stay on: with the block contract the input shapes change only
-    when a sequence crosses a block boundary, so onnxruntime keeps a bounded number
-    of them (RSS measured flat over 600 steps crossing 6 blocks).
+    Memory patterns are off, as for every model (``RuntimeOptions.memory_pattern``).
     """
-    from edgetts.voice.onnx_session import RuntimeOptions, create_session
-
-    return create_session(Path(path), RuntimeOptions(threads=threads))
+    return create_session(Path(path), runtime)
 
 
 class BlockLm:
     """An LM exported with the block-cache contract (tools/export_qwen2_onnx.py)."""
 
-    def __init__(self, session, layout: KvLayout, vocab_size: int, path: Path) -> None:
+    def __init__(self, session: Any, layout: KvLayout, vocab_size: int, path: Path) -> None:
         self.session = session
         self.layout = layout
         self.vocab_size = vocab_size
@@ -61,9 +61,9 @@ class BlockLm:
 
     @classmethod
     def load(
-        cls, path: Path, layout: KvLayout, vocab_size: int, threads: int | None = None
+        cls, path: Path, layout: KvLayout, vocab_size: int, runtime: RuntimeOptions | None = None
     ) -> BlockLm:
-        return cls(make_session(path, threads), layout, vocab_size, path)
+        return cls(make_session(path, runtime or RuntimeOptions()), layout, vocab_size, path)
 
     def forward(self, seq: KvSequence, token_ids: np.ndarray) -> np.ndarray:
         """Run ``token_ids`` (after everything ``seq`` holds); append their KV; return logits [N, V]."""

@@ -196,8 +196,52 @@ def _parse(p: Path, data: dict) -> ArManifest:
     lm = _section(data, "lm")
     lm_path = _model_path(base, lm, "lm")
     vocab = _get(lm, "vocab_size", "lm", int, minimum=2)
+    decoder = _decoder(base, _section(data, "decoder"))
+    tok_sec = _section(data, "tokenizer")
+    _get(tok_sec, "type", "tokenizer", str)
+    tokens = _tokens(_section(data, "tokens"), vocab)
+    pr = _section(data, "prompt")
+    prompt_text = _int_list(pr, "text_ids", "prompt", 0, vocab)
+    prompt_speech = _int_list(pr, "speech_tokens", "prompt", 0, tokens.speech_vocab_size)
+    sampling = _sampling(_optional_section(data, "sampling"))
+    kv = _section(data, "kv")
+    layout_kv = _kv_layout(kv)
+    max_seq = _get(kv, "max_sequence_tokens", "kv", int, default=2560, minimum=1)
+    txt = _optional_section(data, "text")
+    max_seg = _get(txt, "max_tokens_per_segment", "text", int, default=80, minimum=1)
 
-    dec = _section(data, "decoder")
+    return ArManifest(
+        path=p,
+        name=name,
+        sample_rate=sample_rate,
+        layout=layout,
+        lm_path=lm_path,
+        lm_vocab_size=vocab,
+        decoder=decoder,
+        tokenizer=tok_sec,
+        sos=tokens.sos,
+        task_id=tokens.task_id,
+        speech_offset=tokens.speech_offset,
+        speech_vocab_size=tokens.speech_vocab_size,
+        stop_ids=tokens.stop,
+        prompt_text_ids=prompt_text,
+        prompt_speech_tokens=prompt_speech,
+        sampling=sampling,
+        kv=layout_kv,
+        max_sequence_tokens=max_seq,
+        max_text_tokens_per_segment=max_seg,
+    )
+
+
+def _optional_section(d: dict, key: str) -> dict:
+    """A section that may be left out (then every field has its default)."""
+    v = d.get(key, {})
+    if not isinstance(v, dict):
+        raise VoiceError(f"{key}: must be an object")
+    return v
+
+
+def _decoder(base: Path, dec: dict) -> DecoderSpec:
     decoder = DecoderSpec(
         path=_model_path(base, dec, "decoder"),
         samples_per_token=_get(dec, "samples_per_token", "decoder", int, minimum=1),
@@ -211,11 +255,21 @@ def _parse(p: Path, data: dict) -> ArManifest:
             "decoder/crossfade_samples: larger than lookahead_tokens x "
             "samples_per_token (the look-ahead audio it fades from)"
         )
+    return decoder
 
-    tok_sec = _section(data, "tokenizer")
-    _get(tok_sec, "type", "tokenizer", str)
 
-    t = _section(data, "tokens")
+@dataclass(frozen=True)
+class _Tokens:
+    """The ``tokens`` section: special LM ids and where the speech tokens lie."""
+
+    sos: int
+    task_id: int
+    speech_offset: int
+    speech_vocab_size: int
+    stop: tuple[int, ...]
+
+
+def _tokens(t: dict, vocab: int) -> _Tokens:
     sos = _get(t, "sos", "tokens", int, minimum=0, maximum=vocab - 1)
     task_id = _get(t, "task_id", "tokens", int, minimum=0, maximum=vocab - 1)
     speech_offset = _get(t, "speech_offset", "tokens", int, minimum=0, maximum=vocab - 1)
@@ -230,14 +284,10 @@ def _parse(p: Path, data: dict) -> ArManifest:
         raise VoiceError("tokens/stop: at least one stop token id is needed")
     if any(speech_offset <= s < speech_offset + speech_vocab for s in stop):
         raise VoiceError("tokens/stop: a stop token lies inside the speech token range")
+    return _Tokens(sos, task_id, speech_offset, speech_vocab, stop)
 
-    pr = _section(data, "prompt")
-    prompt_text = _int_list(pr, "text_ids", "prompt", 0, vocab)
-    prompt_speech = _int_list(pr, "speech_tokens", "prompt", 0, speech_vocab)
 
-    s = data.get("sampling", {})
-    if not isinstance(s, dict):
-        raise VoiceError("sampling: must be an object")
+def _sampling(s: dict) -> SamplingParams:
     d = SamplingParams()
     sampling = SamplingParams(
         top_k=_get(s, "top_k", "sampling", int, default=d.top_k, minimum=1),
@@ -257,39 +307,13 @@ def _parse(p: Path, data: dict) -> ArManifest:
     )
     if sampling.min_len_ratio > sampling.max_len_ratio:
         raise VoiceError("sampling/min_len_ratio: larger than sampling/max_len_ratio")
+    return sampling
 
-    kv = _section(data, "kv")
-    layout_kv = KvLayout(
+
+def _kv_layout(kv: dict) -> KvLayout:
+    return KvLayout(
         num_layers=_get(kv, "num_layers", "kv", int, minimum=1),
         num_kv_heads=_get(kv, "num_kv_heads", "kv", int, minimum=1),
         head_dim=_get(kv, "head_dim", "kv", int, minimum=1),
         block_size=_get(kv, "block_size", "kv", int, default=128, minimum=1, maximum=65536),
-    )
-    max_seq = _get(kv, "max_sequence_tokens", "kv", int, default=2560, minimum=1)
-
-    txt = data.get("text", {})
-    if not isinstance(txt, dict):
-        raise VoiceError("text: must be an object")
-    max_seg = _get(txt, "max_tokens_per_segment", "text", int, default=80, minimum=1)
-
-    return ArManifest(
-        path=p,
-        name=name,
-        sample_rate=sample_rate,
-        layout=layout,
-        lm_path=lm_path,
-        lm_vocab_size=vocab,
-        decoder=decoder,
-        tokenizer=tok_sec,
-        sos=sos,
-        task_id=task_id,
-        speech_offset=speech_offset,
-        speech_vocab_size=speech_vocab,
-        stop_ids=stop,
-        prompt_text_ids=prompt_text,
-        prompt_speech_tokens=prompt_speech,
-        sampling=sampling,
-        kv=layout_kv,
-        max_sequence_tokens=max_seq,
-        max_text_tokens_per_segment=max_seg,
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from edgetts.voice.ar.lm import BlockLm, make_session
 from edgetts.voice.ar.manifest import ArManifest, load_manifest
 from edgetts.voice.ar.sampling import SpeechTokenSampler
 from edgetts.voice.ar.tokenizer import Tokenizer, split_segment, split_sentences
+from edgetts.voice.onnx_session import RuntimeOptions
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ class ArVoice:
         self,
         manifest: ArManifest,
         lm: BlockLm,
-        decoder_session,
+        decoder_session: Any,
         tokenizer: Tokenizer,
         pool: BlockPool,
         prefix: SharedPrefix,
@@ -65,11 +67,13 @@ class ArVoice:
 
     @classmethod
     def load(
-        cls, manifest_path: str | Path, *, threads: int | None = None, seed: int | None = None
+        cls, manifest_path: str | Path, *, runtime: RuntimeOptions | None = None, seed: int | None = None
     ) -> ArVoice:
         """Load the voice a manifest describes; allocate its KV pool and fill the shared prefix.
 
-        ``threads``: onnxruntime intra-op threads (None = one per usable core).
+        ``runtime``: how onnxruntime runs the LM and the decoder, as for a Piper
+        voice (threads, pinned cores, locked weights; default: one thread per
+        usable core, unpinned, unlocked).
         ``seed``: default sampling seed of every ``synthesize`` (None = fresh entropy).
         """
         m = load_manifest(manifest_path)
@@ -88,8 +92,9 @@ class ArVoice:
                 f"{m.path}: tokenizer: ids reach {tokenizer.max_id()}, "
                 f"lm/vocab_size is {m.lm_vocab_size}"
             )
-        lm = BlockLm.load(m.lm_path, m.kv, m.lm_vocab_size, threads)
-        decoder = make_session(m.decoder.path, threads)
+        runtime = runtime or RuntimeOptions()
+        lm = BlockLm.load(m.lm_path, m.kv, m.lm_vocab_size, runtime)
+        decoder = make_session(m.decoder.path, runtime)
         if [i.name for i in decoder.get_inputs()] != ["speech_tokens"]:
             raise VoiceError(
                 f"{m.decoder.path}: decoder/path: the decoder must take exactly one "

@@ -11,7 +11,7 @@ espeak-ng build) phoneme for phoneme:
   clause (a function only its fork exports) and appends it to the phonemes; a
   sentence ends at ``.``, ``?``, ``!`` or the end of the text.  The stock
   library only advances a text pointer, so the terminator is read from the
-  text that clause consumed (see :func:`_clause_terminator`).
+  text that clause consumed (see :func:`clause_terminator`).
 * The English linking glide.  espeak-ng writes the phoneme ``;`` between a
   final ``i``/``iː`` and a following vowel ("the alarm").  Newer espeak-ng
   (piper's) writes it as ``ʲ`` in IPA; 1.52.0 writes nothing.  We phonemize
@@ -129,7 +129,7 @@ class _Espeak:
         return out
 
 
-def _clause_terminator(consumed: str, is_last: bool) -> tuple[str, bool]:
+def clause_terminator(consumed: str, is_last: bool) -> tuple[str, bool]:
     """The punctuation that ended a clause, and whether it ended a sentence.
 
     espeak-ng reads one character past a clause before it returns, so every
@@ -187,7 +187,7 @@ def phonemize_clauses(text: str, voice: str) -> list[Clause]:
     for index, ((ipa_phonemes, consumed), (mnemonic_phonemes, _)) in enumerate(
         zip(ipa, mnemonic)
     ):
-        terminator, ends = _clause_terminator(consumed, is_last=index == len(ipa) - 1)
+        terminator, ends = clause_terminator(consumed, is_last=index == len(ipa) - 1)
         clauses.append(
             Clause(
                 phonemes=_with_link_glides(ipa_phonemes, mnemonic_phonemes),

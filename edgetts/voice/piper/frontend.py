@@ -1,0 +1,149 @@
+"""Text -> phonemes -> model ids for a Piper voice (no model needed).
+
+Text is prepared (normaliser, lexicon, SSML: :mod:`edgetts.text.prepare`),
+phonemized by espeak-ng (:mod:`.phonemize`) and planned as sentences with their
+prosody and the pauses between them; each sentence's phonemes become the
+voice's input ids (BOS, each phoneme followed by PAD, EOS).
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from edgetts.text.prepare import Break, Phonemes, TextOptions, prepare
+from edgetts.voice.piper.model_config import BOS, EOS, PAD, PiperVoiceConfig
+from edgetts.voice.piper.phonemize import phonemize
+
+_LOGGER = logging.getLogger(__name__)
+
+# Phonemes that carry no sound of their own: a sentence of only these is unspeakable.
+_SILENT_PHONEMES = frozenset(" .,:;!?-'\"()")
+
+
+def _merge_clusters(phonemes: list[str], clusters: frozenset[tuple[str, ...]]) -> list[str]:
+    """Merge known multi-codepoint phonemes, longest first."""
+    if not clusters:
+        return phonemes
+    longest = max(len(c) for c in clusters)
+    merged: list[str] = []
+    i = 0
+    while i < len(phonemes):
+        for n in range(min(longest, len(phonemes) - i), 1, -1):
+            if tuple(phonemes[i : i + n]) in clusters:
+                merged.append("".join(phonemes[i : i + n]))
+                i += n
+                break
+        else:
+            merged.append(phonemes[i])
+            i += 1
+    return merged
+
+
+def is_speakable(phonemes: Sequence[str]) -> bool:
+    """True when a sentence has at least one phoneme that makes a sound."""
+    return any(p not in _SILENT_PHONEMES for p in phonemes)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One model run: a sentence's phonemes and its prosody."""
+
+    phonemes: tuple[str, ...]
+    rate: float = 1.0
+    """Speed multiplier (SSML prosody rate): divides the length scale."""
+    volume: float = 1.0
+    """Linear gain (SSML prosody volume)."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Silence between sentences (SSML break)."""
+
+    seconds: float
+
+
+class PiperFrontend:
+    """Text -> phonemes -> model ids for one voice config (no model needed)."""
+
+    def __init__(self, config: PiperVoiceConfig, text: TextOptions | None = None) -> None:
+        self.config = config
+        self.text = text or TextOptions()
+
+    def _espeak(self, text: str) -> list[list[str]]:
+        if self.config.phoneme_type == "text":
+            return [list(unicodedata.normalize("NFD", text))] if text.strip() else []
+        return phonemize(text, self.config.espeak_voice)
+
+    def plan(self, text: str) -> list[Sentence | Pause]:
+        """Sentences (with prosody) and pauses, in speaking order.
+
+        Phonemes given directly (lexicon ``/IPA/`` entries, SSML ``<phoneme>``)
+        join the sentence around them, so they do not break its intonation.
+        """
+        segments = prepare(
+            text,
+            options=self.text.normalize_options,
+            lexicon=self.text.lexicon,
+            ssml=self.text.ssml,
+            normalize=self.text.normalize,
+        )
+        plan: list[Sentence | Pause] = []
+        current: list[str] = []
+        prosody = (1.0, 1.0)
+
+        def close() -> None:
+            if current and is_speakable(current):
+                merged = _merge_clusters(current, self.config.vowel_clusters)
+                plan.append(Sentence(tuple(merged), rate=prosody[0], volume=prosody[1]))
+            current.clear()
+
+        for segment in segments:
+            if isinstance(segment, Break):
+                close()  # a break always ends the sentence; Break(0) is a paragraph end
+                if segment.seconds > 0:
+                    plan.append(Pause(segment.seconds))
+                continue
+            if (segment.rate, segment.volume) != prosody:
+                close()
+                prosody = (segment.rate, segment.volume)
+            if isinstance(segment, Phonemes):
+                if current and current[-1] != " ":
+                    current.append(" ")
+                current.extend(unicodedata.normalize("NFD", segment.ipa.strip()))
+                continue
+            sentences = self._espeak(segment.text)
+            for index, phonemes in enumerate(sentences):
+                if current and current[-1] != " " and phonemes:
+                    current.append(" ")
+                current.extend(phonemes)
+                ends = phonemes[-1:] and phonemes[-1] in ".?!"
+                if index < len(sentences) - 1 or ends:
+                    close()
+        close()
+        return plan
+
+    def phonemize(self, text: str) -> list[list[str]]:
+        """Phonemes of each speakable sentence of ``text``."""
+        return [list(item.phonemes) for item in self.plan(text) if isinstance(item, Sentence)]
+
+    def phoneme_ids(self, phonemes: Sequence[str]) -> list[int]:
+        """Model input ids: BOS, then each phoneme followed by PAD, then EOS."""
+        id_map = self.config.phoneme_id_map
+        ids: list[int] = [*id_map[BOS], *id_map[PAD]]
+        for phoneme in phonemes:
+            mapped = id_map.get(phoneme)
+            if mapped is None:
+                _LOGGER.warning("phoneme %r is not in the voice's id map; skipped", phoneme)
+                continue
+            ids.extend(mapped)
+            ids.extend(id_map[PAD])
+        ids.extend(id_map[EOS])
+        return ids
+
+    def sentence_ids(self, text: str) -> list[list[int]]:
+        """Model input ids of each speakable sentence of ``text``."""
+        return [self.phoneme_ids(p) for p in self.phonemize(text)]
+

@@ -1,0 +1,173 @@
+"""Splits of Piper voices kept between loads, and the sessions of a split voice.
+
+A split is made once per voice file (seconds on a Pi: the graph is probed,
+cut and checked, :mod:`.graph_split`) and kept in the model cache directory
+beside the optimised models: three ``.onnx`` parts and a JSON of what is needed
+to run them, written last so its presence means the parts are complete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgetts.errors import VoiceError
+from edgetts.voice.model_cache import checksum, prepare_dir
+from edgetts.voice.onnx_session import RuntimeOptions, create_session
+from edgetts.voice.piper.graph_split import SPLIT_VERSION, MakeSession, SplitError, SplitModels, split_model
+
+_LOGGER = logging.getLogger(__name__)
+
+_PARTS = ("front", "flow", "tail")
+# Voices whose split failed, so the fallback to whole sentences is logged once per process.
+_FALLBACK_LOGGED: set[str] = set()
+
+
+def _split_family(model_path: Path) -> str:
+    """Shared by every split of one model file; unlike model_cache's names it has no ``-`` after the stem,
+    so the optimised-model cache never mistakes a split for a stale entry of the voice."""
+    return f"{model_path.name.removesuffix('.onnx')}.split-{checksum(str(model_path.resolve()))[:8]}-"
+
+
+def _split_key(model_path: Path, margin: int, flow_margin: int) -> str:
+    stat = model_path.stat()
+    identity = "\n".join([str(stat.st_size), str(stat.st_mtime_ns), SPLIT_VERSION, str(margin), str(flow_margin)])
+    return f"{_split_family(model_path)}{checksum(identity)}"
+
+
+@dataclass(frozen=True)
+class _CacheEntry:
+    """The files of one split in the cache: a JSON of its metadata and one model per part."""
+
+    key: str
+    meta: Path
+    parts: dict[str, Path]
+
+    @staticmethod
+    def of(model_path: Path, cache_dir: Path, margin: int, flow_margin: int) -> _CacheEntry:
+        key = _split_key(model_path, margin, flow_margin)
+        return _CacheEntry(key, cache_dir / f"{key}.json", {p: cache_dir / f"{key}.{p}.onnx" for p in _PARTS})
+
+    def read(self, model_path: Path) -> SplitModels | None:
+        """The cached split, or None (not there, or unusable: then it is rebuilt)."""
+        try:
+            meta = json.loads(self.meta.read_text(encoding="utf-8"))
+            has_flow = bool(meta["flow_inputs"])
+            if all(p.is_file() for part, p in self.parts.items() if part != "flow" or has_flow):
+                return SplitModels(self.parts["front"], self.parts["tail"], tuple(meta["frame_inputs"]),
+                                   int(meta["hop"]), int(meta["margin"]), float(meta["gain"]),
+                                   self.parts["flow"] if has_flow else None, tuple(meta["flow_inputs"]),
+                                   int(meta["flow_margin"]), str(meta["durations"]))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            _LOGGER.warning("rebuilding the unusable split of %s: %s", model_path, err)
+        return None
+
+    def write(self, model_path: Path, split: SplitModels, margin: int) -> None:
+        """Store ``split`` (models as bytes); each file appears whole or not at all."""
+        for part, data in (("front", split.front), ("flow", split.flow), ("tail", split.tail)):
+            if isinstance(data, bytes):
+                tmp = self.parts[part].with_name(f".{self.parts[part].name}.{os.getpid()}.part")
+                tmp.write_bytes(data)
+                tmp.replace(self.parts[part])
+        meta = {"frame_inputs": list(split.frame_inputs), "hop": split.hop, "margin": margin, "gain": split.gain,
+                "flow_inputs": list(split.flow_inputs), "flow_margin": split.flow_margin,
+                "durations": split.durations,
+                "source": str(model_path), "version": SPLIT_VERSION}
+        tmp = self.meta.with_name(f".{self.meta.name}.{os.getpid()}.part")
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        tmp.replace(self.meta)  # written last: its presence means the models are complete
+
+
+def load_split(
+    model_path: Path,
+    cache_dir: Path | None,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+    make_session: MakeSession,
+    *,
+    margin: int,
+    flow_margin: int,
+) -> SplitModels:
+    """The split of ``model_path``: from ``cache_dir`` when there, else made (and stored there).
+
+    Raises :class:`SplitError` when the graph cannot be split (not cached:
+    a later edgetts may split it).
+    """
+    entry = None if cache_dir is None else _CacheEntry.of(model_path, cache_dir, margin, flow_margin)
+    cached = None if entry is None else entry.read(model_path)
+    if cached is not None:
+        return cached
+    try:
+        split = split_model(model_path, check_feeds(), make_session, margin=margin, flow_margin=flow_margin)
+    except SplitError:
+        raise
+    except Exception as err:  # onnx / onnxruntime on a graph the split did not foresee: speak whole sentences
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SplitError(f"cannot split the graph: {first}") from err
+    if entry is None or cache_dir is None:
+        return split
+    try:
+        entry.write(model_path, split, margin)
+    except OSError as err:
+        _LOGGER.debug("could not store the split of %s: %s", model_path, err)
+        return split
+    for stale in cache_dir.glob(f"{_split_family(model_path)}*"):
+        if not stale.name.startswith(entry.key):
+            stale.unlink(missing_ok=True)
+    return SplitModels(entry.parts["front"], entry.parts["tail"], split.frame_inputs, split.hop, margin, split.gain,
+                       entry.parts["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin,
+                       split.durations)
+
+
+def discard_split(model_path: Path, cache_dir: Path | None, margin: int, flow_margin: int) -> None:
+    """Delete the cached split of ``model_path`` (it failed to load: it is rebuilt next)."""
+    if cache_dir is None:
+        return
+    for path in cache_dir.glob(f"{_split_key(model_path, margin, flow_margin)}*"):
+        path.unlink(missing_ok=True)
+
+
+# -- the sessions --------------------------------------------------------------------
+def open_split(
+    model_path: Path,
+    runtime: RuntimeOptions,
+    cache_dir: Path | None,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+    *,
+    margin: int,
+    flow_margin: int,
+) -> tuple[SplitModels, Any, Any, Any] | None:
+    """The split of a voice and its sessions (front, flow or None, tail), or None: the
+    graph cannot be split and the voice speaks whole sentences (logged once)."""
+    usable = prepare_dir(cache_dir)
+
+    def make_session(source: bytes | Path) -> Any:
+        return create_session(source, runtime)
+
+    for attempt in (1, 2):
+        try:
+            models = load_split(model_path, usable, check_feeds, make_session, margin=margin, flow_margin=flow_margin)
+            front = create_session(models.front, runtime, cache_dir=usable)
+            flow = None if models.flow is None else create_session(models.flow, runtime, cache_dir=usable)
+            tail = create_session(models.tail, runtime, cache_dir=usable)
+            return models, front, flow, tail
+        except SplitError as err:
+            key = str(model_path.resolve())
+            if key not in _FALLBACK_LOGGED:
+                _FALLBACK_LOGGED.add(key)
+                _LOGGER.warning("%s: streaming off, whole sentences only: %s", model_path, err)
+            return None
+        except VoiceError as err:
+            if attempt == 2 or usable is None:
+                raise
+            _LOGGER.warning("rebuilding the unusable split of %s: %s", model_path, err)
+            discard_split(model_path, usable, margin, flow_margin)
+    return None

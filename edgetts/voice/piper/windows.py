@@ -1,0 +1,102 @@
+"""Windows of a streamed sentence: their schedule, their margins and the cross-fades at seams.
+
+A split voice decodes each sentence in windows of frames that grow from a short
+first one (first audio sooner) to a bounded largest one (bounded memory); each
+is decoded with a margin of context on each side, and neighbouring windows are
+blended over a few samples at their seam.  See docs/streaming.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StreamingOptions:
+    """How a sentence's waveform is decoded in windows (issue 4, docs/streaming.md)."""
+
+    first_frames: int = 4
+    """Frames in the first window of each sentence (x hop = samples: 1024, 46 ms for a 22050 Hz medium voice)."""
+
+    growth: float = 8.0
+    """Each later window is this many times the one before (4, 32, 128, 128, ... frames)."""
+
+    max_frames: int = 128
+    """Largest window.  The decoder's activations grow with the window: peak RSS of a process
+    speaking the corpus 168 / 187 / 199 / 224 MB at 64 / 128 / 192 / 256 frames (2 threads,
+    memory patterns off); each seam costs two margins."""
+
+    margin: int = 6
+    """Decoder frames of context on each side of a window.  The joe voice's decoder reaches about
+    12 frames; each seam recomputes 2 x margin frames.  Corpus, noise 0, streamed vs whole: SDR
+    min 31.7 / 39.1 / 50.1 / 59.8 dB at 4 / 6 / 7 / 8 frames; total time 1.06 / 1.10 / - / 1.13x
+    whole-sentence at 1 thread: 6 keeps 9 dB above the 30 dB bar at 1.1x the cost."""
+
+    crossfade: int = 256
+    """Samples over which two windows are blended at a seam."""
+
+    flow_margin: int = 12
+    """Flow frames of context for the first window (the flow's receptive field is 4 couplings x 4
+    convolutions of kernel 5 = 32 frames, but the first window's audio is the same at 12: corpus
+    SDR min 39.0 dB vs 39.1 at 24).  The rest of the sentence is one flow run from its start,
+    exact, see :class:`edgetts.voice.piper.streaming.Latent`."""
+
+    fast_start_ids: int = 0
+    """0 (default): every sentence is exactly what whole-sentence decoding gives.  N > 0: the
+    first sentence of a text, when it has more than 1.5 N phoneme ids, starts from a run of the
+    text encoder on its first N ids only, so it starts as soon as a short sentence would; the
+    encoder attends over the whole sentence, so those first words differ slightly (durations by
+    a frame here and there) from whole-sentence output.  See docs/streaming.md, "Fast start"."""
+
+
+
+def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[tuple[int, int]]:
+    """[start, end) frame ranges covering ``frames``: ``first`` frames, then each ``growth`` times larger.
+
+    Windows are at most ``largest`` frames (bounded shapes, bounded memory);
+    a remainder shorter than the next window joins the window before it
+    (fewer seams: each seam costs two margins of recomputation).
+    """
+    windows: list[tuple[int, int]] = []
+    start, size = 0, max(1, first)
+    while start < frames:
+        end = min(frames, start + size)
+        following = min(largest, max(size + 1, int(size * growth)))
+        if windows and frames - end < following and frames - start <= largest:
+            end = frames
+        windows.append((start, end))
+        start, size = end, following
+    return windows
+
+
+class SeamJoiner:
+    """Cuts each decoded window to its own frames and cross-fades the seams.
+
+    The tail of each window's audio (``fade`` samples around its end) is held
+    back and blended with the next window's start, so a seam is a crossfade
+    of two nearly equal signals.
+    """
+
+    def __init__(self, hop: int, fade: int) -> None:
+        self.hop, self.half = hop, fade // 2
+        self._held: np.ndarray | None = None
+
+    def piece(self, audio: np.ndarray, lo: int, start: int, end: int, last: bool) -> np.ndarray:
+        """The audio to hand out for window [start, end) of a run decoded from frame ``lo``."""
+        hop, half = self.hop, self.half
+        first = start * hop - (half if start > 0 else 0)
+        stop = end * hop + (0 if last else half)
+        piece = audio[first - lo * hop : stop - lo * hop]
+        if self._held is not None:
+            n = self._held.size
+            ramp = (np.arange(n, dtype=np.float32) + 0.5) / np.float32(n)
+            piece = piece.copy()
+            piece[:n] = self._held * (1.0 - ramp) + piece[:n] * ramp
+        self._held = None
+        if not last:
+            self._held = piece[piece.size - 2 * half :].copy()
+            piece = piece[: piece.size - 2 * half]
+        return piece
+
