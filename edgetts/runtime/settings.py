@@ -3,7 +3,7 @@
 To be added to :class:`edgetts.config.Config` as ``cpu``, ``keepalive`` and
 ``memory`` (docs/edge-runtime.md, "Wiring").  ``validate()`` raises
 :class:`RuntimeConfigError` with the key path below the section, like
-``config._FieldError``; the loader prefixes the section name.
+``edgetts.config.errors.FieldError``; the loader prefixes the section name.
 """
 
 from __future__ import annotations
