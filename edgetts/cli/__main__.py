@@ -1,4 +1,4 @@
-"""`python -m edgetts.cli.main ...` is `edgetts ...`."""
+"""`python -m edgetts.cli ...` is `edgetts ...`."""
 
 import sys
 
