@@ -10,6 +10,7 @@ import numpy as np
 
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import UnspeakableTextError
+from edgetts.text.prepare import Prepared
 
 
 class FakeVoice:
@@ -25,6 +26,8 @@ class FakeVoice:
         self.calls: list[str] = []
         self.call_times: list[tuple[str, float]] = []
         """(text, Unix seconds) when the synthesis of each text began."""
+        self.received: list[str | Prepared] = []
+        """What each synthesize call was handed (a str, or the daemon's Prepared text)."""
 
     @property
     def name(self) -> str:
@@ -33,6 +36,11 @@ class FakeVoice:
     @property
     def sample_rate(self) -> int:
         return self._rate
+
+    @staticmethod
+    def source(text: str | Prepared) -> str:
+        """The text as written (a Prepared text's source)."""
+        return text.source if isinstance(text, Prepared) else text
 
     @staticmethod
     def sentences(text: str) -> list[str]:
@@ -44,7 +52,10 @@ class FakeVoice:
         env = np.minimum(1.0, np.minimum(np.arange(n), n - 1 - np.arange(n)) / 200.0)
         return (0.5 * np.sin(2 * np.pi * (200 + 50 * i) * t) * env).astype(np.float32)
 
-    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        """Speaks a :class:`Prepared` text from its source: a fake has no front end to skip."""
+        self.received.append(text)
+        text = self.source(text)
         parts = self.sentences(text)
         if not parts:
             raise UnspeakableTextError(f"nothing to speak in {text[:40]!r}")
