@@ -3,10 +3,8 @@ phrase-cache key, the synthesis and the prefetch all use that one preparation (i
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,45 +13,19 @@ from edgetts.daemon.assets import Assets
 from edgetts.daemon.messages import Announcement
 from edgetts.daemon.playout import prepared_text
 from edgetts.daemon.scheduler import Entry
-from edgetts.text import prepare as prepare_mod
-from edgetts.text import ssml as ssml_mod
 from edgetts.text.normalize import NormalizeOptions
 from edgetts.text.prepare import Prepared, prepare_text
 
-from support.fakes import FakeVoice
+from support.fakes import FakeVoice, PreparationSpy
 
 PLAIN = "Platform 4 for the 9:42 service to Reading."
 SSML = '<speak>Mind the gap at platform <say-as interpret-as="cardinal">4</say-as>, please.</speak>'
 
 
-class Calls:
-    """Every call of the SSML parser and of the normaliser entry of edgetts.text.prepare, by argument."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.parsed: list[str] = []
-        self.normalised: list[str] = []
-        self._lock = threading.Lock()  # the loop and the synthesis thread both prepare text
-        parse, normalize = ssml_mod.parse, prepare_mod.normalize_text
-        monkeypatch.setattr(ssml_mod, "parse", self._spy(parse, self.parsed))
-        monkeypatch.setattr(prepare_mod, "normalize_text", self._spy(normalize, self.normalised))
-
-    def _spy(self, real: Any, into: list[str]) -> Any:
-        def spy(text: str, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                into.append(text)
-            return real(text, *args, **kwargs)
-
-        return spy
-
-    def normalised_with(self, words: str) -> int:
-        with self._lock:
-            return sum(words in text for text in self.normalised)
-
-
 @pytest.mark.mqtt
 def test_real_voice_prepares_each_announcement_once(daemon_rig, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = Calls(monkeypatch)
+    calls = PreparationSpy(monkeypatch)
     rig = daemon_rig(real_voices=True, online_timeout=60, audio_extra="realtime_pacing: true",
                      extra=f"cache:\n  dir: {tmp_path / 'phrases'}\n  max_mb: 20\n")
     # a miss each; the SSML one is queued while the plain one plays, so it is prefetched

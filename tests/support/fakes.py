@@ -1,10 +1,12 @@
-"""Fake voices injected through the daemon's constructor seams."""
+"""Fake voices injected through the daemon's constructor seams, and a spy on text preparation."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -65,3 +67,34 @@ class FakeVoice:
             if self.delay_s:
                 time.sleep(self.delay_s)
             yield AudioChunk(self.sentence_audio(i, sentence), self._rate, i)
+
+
+class PreparationSpy:
+    """Every call of the SSML parser and of edgetts.text.prepare's normaliser entry, by argument.
+
+    Installed with ``monkeypatch`` (so it ends with the test); thread-safe, since the loop and
+    the synthesis thread may both prepare text.
+    """
+
+    def __init__(self, monkeypatch: Any) -> None:
+        from edgetts.text import prepare as prepare_mod
+        from edgetts.text import ssml as ssml_mod
+
+        self.parsed: list[str] = []
+        self.normalised: list[str] = []
+        self._lock = threading.Lock()
+        monkeypatch.setattr(ssml_mod, "parse", self._spy(ssml_mod.parse, self.parsed))
+        monkeypatch.setattr(prepare_mod, "normalize_text", self._spy(prepare_mod.normalize_text, self.normalised))
+
+    def _spy(self, real: Any, into: list[str]) -> Any:
+        def spy(text: str, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                into.append(text)
+            return real(text, *args, **kwargs)
+
+        return spy
+
+    def normalised_with(self, words: str) -> int:
+        """How many normaliser calls had ``words`` in their text (an SSML text node, say)."""
+        with self._lock:
+            return sum(words in text for text in self.normalised)
