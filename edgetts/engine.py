@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from edgetts.audio.convert import float_to_int16
+from edgetts.text.prepare import Prepared
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,14 @@ class Voice(Protocol):
         ...
 
     def synthesize(
-        self, text: str, config: SynthesisConfig | None = None
+        self, text: str | Prepared, config: SynthesisConfig | None = None
     ) -> Iterator[AudioChunk]:
         """Speak ``text``: yield chunks as soon as each is ready.
+
+        A :class:`Prepared` text (edgetts.text.prepare) is spoken as prepared
+        where the voice prepares text that way (the same TextOptions), so the
+        daemon's one preparation at admission is the only one; otherwise the
+        voice reads ``text.source`` as it reads a str.
 
         Raises :class:`edgetts.errors.UnspeakableTextError` before yielding
         anything when the text has nothing to speak.

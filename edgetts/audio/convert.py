@@ -1,7 +1,8 @@
 """The one converter from float audio to the device format (issue 12).
 
 Speech, chimes and clips all pass through :class:`Converter` (rate, gain,
-sample format, channels), so the device sees one format; the float <-> 16-bit
+sample format, channels), so the device sees one format and level is changed
+in one place (:meth:`Converter.to_bytes`); the float <-> 16-bit
 pair below is the only place samples are scaled by 32767, so a WAV file, the
 phrase cache and the device all get the same integers.
 
@@ -48,6 +49,14 @@ def resample_linear(audio: np.ndarray, rate: int, to_rate: int) -> np.ndarray:
     return np.interp(positions, np.arange(audio.size), audio).astype(np.float32)
 
 
+def _level(gain: float | np.ndarray, job_gain: float) -> np.float32 | np.ndarray | None:
+    """``gain`` x ``job_gain`` as float32 factors (the product taken in float64); None when it is 1."""
+    if isinstance(gain, np.ndarray):
+        return (gain.astype(np.float64) * job_gain).astype(np.float32)
+    level = float(gain) * float(job_gain)
+    return None if level == 1.0 else np.float32(level)
+
+
 @dataclass(frozen=True)
 class DeviceFormat:
     """What the output device is opened with."""
@@ -80,9 +89,17 @@ class Converter:
         """
         return resample_linear(audio, rate, self.format.rate)
 
-    def to_bytes(self, mono: np.ndarray, gain: float = 1.0) -> bytes:
-        """Mono float32 at the device rate -> interleaved device frames."""
-        x = mono if gain == 1.0 else mono * np.float32(gain)
+    def to_bytes(self, mono: np.ndarray, gain: float | np.ndarray = 1.0, job_gain: float = 1.0) -> bytes:
+        """Mono float32 at the device rate -> interleaved device frames, at ``gain`` x ``job_gain``.
+
+        The one place level changes: ``gain`` is the samples' own level (a voice's or a clip's
+        loudness gain; one value per sample where a block spans pieces of different gains),
+        ``job_gain`` the job's (audio.volume x the announcement's volume).  Their product is
+        applied once, as one float32 multiplication, so a sample scaled by one gain gets exactly
+        the integers it got when each stage scaled its own audio.
+        """
+        level = _level(gain, job_gain)
+        x = mono if level is None else mono * level
         fmt = self.format.sample_format
         if fmt == "int16":
             out = float_to_int16(x)  # so the device gets what `edgetts synth` writes

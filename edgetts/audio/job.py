@@ -21,8 +21,9 @@ class JobEnd:
         self.reason = reason  # None = finished normally, else the failure
 
 
-Piece = tuple[np.ndarray, Position]
-"""Mono float32 samples at the job's device rate, and what they are."""
+Piece = tuple[np.ndarray, Position, float]
+"""Mono float32 samples at the job's device rate, what they are, and their level gain (a voice's or a
+clip's loudness gain), which the converter applies with the job's gain when it makes device frames."""
 
 
 class PlaybackJob:
@@ -31,13 +32,15 @@ class PlaybackJob:
     The producer calls :meth:`feed` (audio at any rate) then :meth:`end` or
     :meth:`fail`; the daemon may call :meth:`stop` (preemption).  The audio
     thread consumes it (:meth:`next_piece`) and reports through the player's
-    callback.
+    callback.  No one scales the samples on the way: each piece carries its
+    level gain, and the converter applies it times ``gain`` once (issue 12).
     """
 
     def __init__(self, token: Any, converter: Converter, gain: float) -> None:
         self.token = token
         self.converter = converter
         self.gain = gain
+        """The job's gain (audio.volume x the announcement's volume)."""
         self._pieces: queue.SimpleQueue[Piece | JobEnd] = queue.SimpleQueue()
         self._stop = threading.Event()
         self.position: Position = (0, 0)
@@ -52,8 +55,10 @@ class PlaybackJob:
         """True once a fallback clip replaced (or ended) the speech; later feeds are dropped."""
 
     # producer side
-    def feed(self, audio: np.ndarray, rate: int, position: Position, *, speech: bool = False) -> bool:
-        """Queue audio; ``speech`` marks synthesized speech (a deadline fallback then no longer applies).
+    def feed(self, audio: np.ndarray, rate: int, position: Position, *, speech: bool = False,
+             gain: float = 1.0) -> bool:
+        """Queue audio at its level ``gain``; ``speech`` marks synthesized speech (a deadline fallback
+        then no longer applies).
 
         False when the job was taken over by a fallback or has ended: stop producing.
         """
@@ -62,7 +67,7 @@ class PlaybackJob:
             if self._closed:
                 return False
             self._speech_fed = self._speech_fed or speech
-            self._pieces.put((samples, position))
+            self._pieces.put((samples, position, gain))
         return True
 
     def end(self) -> None:
@@ -78,9 +83,11 @@ class PlaybackJob:
                 self._pieces.put(JobEnd(reason))
 
     def take_over(
-        self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool, times: int = 1
+        self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool, times: int = 1,
+        gain: float = 1.0,
     ) -> bool:
-        """Play ``audio`` (a fallback clip) ``times`` times and end the job; False if too late.
+        """Play ``audio`` (a fallback clip, at its level ``gain``) ``times`` times and end the job;
+        False if too late.
 
         ``before_speech``: only while no speech was fed (the deadline); else the
         clip follows whatever already played (a synthesis error mid-way).  The
@@ -93,7 +100,7 @@ class PlaybackJob:
                 return False
             self._closed = self.taken_over = True
             for n in range(max(1, times)):
-                self._pieces.put((samples, (position[0] + n, position[1])))
+                self._pieces.put((samples, (position[0] + n, position[1]), gain))
             self._pieces.put(JobEnd())
         return True
 

@@ -30,6 +30,9 @@ from edgetts.runtime.affinity import pin_audio_thread
 
 _LOGGER = logging.getLogger(__name__)
 
+Gain = float | np.ndarray
+"""The level gain of samples taken from a job: one number, or one per sample (see Converter.to_bytes)."""
+
 
 def play_chunks(
     chunks: Iterable[AudioChunk],
@@ -280,25 +283,32 @@ class _Stage:
             self._pending.append(piece)
             self.avail += piece[0].size
 
-    def take(self, n: int) -> Piece:
-        """Up to ``n`` samples in hand, with the position of the first of them."""
-        parts, pos = [], self._pending[0][1]
+    def take(self, n: int) -> tuple[np.ndarray, Position, Gain]:
+        """Up to ``n`` samples in hand, with the position of the first of them and their level gain
+        (one number, or one per sample when they come from pieces of different gains)."""
+        parts: list[np.ndarray] = []
+        gains: list[float] = []
+        pos = self._pending[0][1]
         while n > 0 and self._pending:
-            arr, p = self._pending[0]
+            arr, p, g = self._pending[0]
             if arr.size <= n:
                 parts.append(arr)
                 self._pending.popleft()
                 n -= arr.size
             else:
                 parts.append(arr[:n])
-                self._pending[0] = (arr[n:], p)
+                self._pending[0] = (arr[n:], p, g)
                 n = 0
+            gains.append(g)
         out = np.concatenate(parts) if len(parts) > 1 else parts[0]
         self.avail -= out.size
-        return out, pos
+        if all(g == gains[0] for g in gains):
+            return out, pos, gains[0]
+        return out, pos, np.concatenate([np.full(part.size, g) for part, g in zip(parts, gains, strict=True)])
 
-    def emit(self, samples: np.ndarray, pos: Position) -> None:
-        """Write ``samples`` (fading in the first fade_ms); the first write reports `started`."""
+    def emit(self, samples: np.ndarray, pos: Position, gain: Gain) -> None:
+        """Write ``samples`` at their level ``gain`` (fading in the first fade_ms); the first write
+        reports `started`."""
         job = self._job
         if self._faded_in < self.fade_n:
             k = min(self.fade_n - self._faded_in, samples.size)
@@ -313,7 +323,7 @@ class _Stage:
                 self._writer.write(job.converter.silence(self._lead_in))
             self._report(PlayerReport(job, "started", at_mono=job.first_audio_mono, position=pos))
         job.position = pos
-        self._writer.write(job.converter.to_bytes(samples, job.gain))
+        self._writer.write(job.converter.to_bytes(samples, gain, job.gain))
 
     def fade_out_preempted(self) -> None:
         """Preempted: what is in hand fades to silence within preempt_fade_ms (if anything played)."""
@@ -321,26 +331,30 @@ class _Stage:
             return
         job = self._job
         tail = np.zeros(self._preempt_n, dtype=np.float32)
+        gain: Gain = 1.0
         if self.avail:
-            got, pos = self.take(min(self._preempt_n, self.avail))
+            got, pos, gain = self.take(min(self._preempt_n, self.avail))
             tail[: got.size] = got
+            if isinstance(gain, np.ndarray):  # the silence after what was in hand takes the last gain
+                gain = np.concatenate([gain, np.full(tail.size - got.size, gain[-1])])
         else:
             pos = job.position
         tail *= np.linspace(1.0, 0.0, self._preempt_n, endpoint=False, dtype=np.float32)
         job.position = pos
-        self._writer.write(job.converter.to_bytes(tail, job.gain))
+        self._writer.write(job.converter.to_bytes(tail, gain, job.gain))
 
     def play_tail(self, end: JobEnd) -> None:
         """The producer is done: fade out the tail (or cut it short on failure)."""
         if not self.avail:
             return
-        tail, pos = self.take(self.avail)
+        tail, pos, gain = self.take(self.avail)
         n = min(self.fade_n if end.reason is None else self._preempt_n, tail.size)
         if n:
             tail = tail.copy()
             tail[-n:] *= np.linspace(1.0, 0.0, n, endpoint=False, dtype=np.float32)
         for i in range(0, tail.size, self.block):
-            self.emit(tail[i : i + self.block], pos)
+            part = gain[i : i + self.block] if isinstance(gain, np.ndarray) else gain
+            self.emit(tail[i : i + self.block], pos, part)
 
 
 class _Writer:

@@ -42,6 +42,7 @@ from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voi
 from edgetts.daemon.synth import store_play
 from edgetts.engine import Voice
 from edgetts.errors import EdgeTTSError
+from edgetts.text.prepare import TextOptions, prepare_text
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
     """Render ``items``; per-item failures are reported on ``err`` and counted."""
     summary = Summary()
     voices: dict[str, tuple[Voice, str]] = {}
+    text = config.text_options()  # what the daemon prepares each announcement with
     for done, it in enumerate(items):
         if progress is not None:
             progress.show(done, it.clip or it.text)
@@ -202,7 +204,7 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
             if it.voice not in voices:
                 voice = voice_factory(it.voice, config)
                 voices[it.voice] = (voice, voice_hash(voice))
-            _render_item(it, config, *voices[it.voice], cache, clips_dir, force, summary)
+            _render_item(it, config, text, *voices[it.voice], cache, clips_dir, force, summary)
         except EdgeTTSError as exc:
             summary.failed += 1
             if progress is not None and progress.enabled:
@@ -214,17 +216,18 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
     return summary
 
 
-def _render_item(it: Item, config: Config, voice: Voice, digest: str, cache: PhraseCache | None,
-                 clips_dir: Path | None, force: bool, summary: Summary) -> None:
+def _render_item(it: Item, config: Config, text: TextOptions, voice: Voice, digest: str,
+                 cache: PhraseCache | None, clips_dir: Path | None, force: bool, summary: Summary) -> None:
     settings = voice_synthesis_config(config.all_voices()[it.voice])
-    key = phrase_key(config, it.voice, digest, it.text, settings)
+    prepared = prepare_text(it.text, text)  # once, as the daemon's admission does (bad SSML: SSMLError)
+    key = phrase_key(config, it.voice, digest, prepared, settings)
     hit = None if force or cache is None else cache.get(key)
     if hit is not None:
         sentences, rate = list(hit.sentences), hit.sample_rate
         if it.clip is None:
             summary.cached += 1
     else:
-        chunks = list(voice.synthesize(it.text, settings))
+        chunks = list(voice.synthesize(prepared, settings))
         if not chunks:
             raise EdgeTTSError("no audio was produced")
         sentences, rate = [c.audio for c in chunks], chunks[0].sample_rate

@@ -1,7 +1,8 @@
 """Admission: an inbound payload becomes a queued entry, or is said to be refused.
 
-On the loop: parse, check the names it uses and its SSML against the assets
-in force, drop a redelivery or a duplicate id, apply the time to live, offer
+On the loop: parse, prepare its text (SSML parsed and text normalised here,
+once: the entry keeps the result for the phrase cache and the voice), check
+the names it uses against the assets in force, drop a redelivery or a duplicate id, apply the time to live, offer
 it to the scheduler (which may displace a less urgent one).  Every outcome is
 an event, and a message refused here is acknowledged at once (so the broker
 does not deliver it again); one queued is acknowledged when it ends.
@@ -22,8 +23,8 @@ from edgetts.daemon.events import Events
 from edgetts.daemon.messages import AnnounceLimits, Announcement, PayloadError
 from edgetts.daemon.mqtt import Inbound
 from edgetts.daemon.scheduler import Entry, Scheduler
-from edgetts.text.ssml import SSMLError, looks_like_ssml
-from edgetts.text.ssml import parse as parse_ssml
+from edgetts.text.prepare import Prepared, prepare_text
+from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     """
     now = time.time()
     try:
-        ann = parse(msg.payload, msg.received_at, assets)
+        ann, text = parse(msg.payload, msg.received_at, assets)
     except PayloadError as exc:
         events.publish(guess_id(msg.payload), "rejected", str(exc))
         events.ack([msg.ack])
@@ -58,7 +59,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
     return _offer(Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                        received_mono=msg.received_mono), now, scheduler, events)
+                        received_mono=msg.received_mono, prepared=text), now, scheduler, events)
 
 
 def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None:
@@ -86,16 +87,13 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> En
     return entry
 
 
-def parse(payload: bytes, received_at: float, assets: Assets) -> Announcement:
-    """The announcement of ``payload`` if this daemon can play it; raises PayloadError saying why not."""
+def parse(payload: bytes, received_at: float, assets: Assets) -> tuple[Announcement, Prepared | None]:
+    """The announcement of ``payload`` if this daemon can play it, and its text prepared (None
+    without text); raises PayloadError saying why not."""
     q = assets.config.queue
     ann = Announcement.from_payload(payload, now=received_at,
                                     limits=AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority))
-    if ann.text is not None and looks_like_ssml(ann.text):
-        try:
-            parse_ssml(ann.text, assets.config.normalize)
-        except SSMLError as exc:  # rejected now, never read aloud as tags later
-            raise PayloadError(f"bad SSML: {exc}") from None
+    text = None if ann.text is None else prepared(ann.text, assets)
     configured = assets.config.all_voices()
     if ann.voice is not None and ann.voice not in configured:
         raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(configured)})")
@@ -103,7 +101,15 @@ def parse(payload: bytes, received_at: float, assets: Assets) -> Announcement:
         name = getattr(ann, kind)
         if name is not None and name not in assets.clips:
             raise PayloadError(f"unknown {kind} {name!r}")
-    return ann
+    return ann, text
+
+
+def prepared(text: str, assets: Assets) -> Prepared:
+    """``text`` prepared with the assets' text options (the SSML check); PayloadError for bad SSML."""
+    try:
+        return prepare_text(text, assets.text)
+    except SSMLError as exc:  # rejected now, never read aloud as tags later
+        raise PayloadError(f"bad SSML: {exc}") from None
 
 
 def preempts(new: Announcement, playing: Announcement) -> bool:
@@ -130,4 +136,4 @@ def guess_id(payload: bytes) -> str:
     return ident[:128] if isinstance(ident, str) else ""
 
 
-__all__ = ["admit", "expire", "guess_id", "parse", "preempts"]
+__all__ = ["admit", "expire", "guess_id", "parse", "preempts", "prepared"]

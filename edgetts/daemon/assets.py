@@ -27,7 +27,7 @@ from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voi
 from edgetts.engine import SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.runtime.memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
-from edgetts.text.prepare import TextOptions
+from edgetts.text.prepare import Prepared, TextOptions
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -105,6 +105,8 @@ class Assets:
     """Everything an announcement may be played from; swapped whole on reload."""
 
     config: Config
+    text: TextOptions = field(default_factory=TextOptions)
+    """``config.text_options()``, made once: every voice and every announcement's text is prepared with it."""
     voices: dict[str, Voice] = field(default_factory=dict)
     voice_errors: dict[str, str] = field(default_factory=dict)
     """Why each configured voice that is not in ``voices`` did not load."""
@@ -136,7 +138,7 @@ class Assets:
             return 1.0
         return float(10 ** ((target - level) / 20))
 
-    def cache_key(self, voice_name: str, text: str, config: SynthesisConfig) -> str | None:
+    def cache_key(self, voice_name: str, text: Prepared, config: SynthesisConfig) -> str | None:
         """The phrase-cache key of ``text`` in ``voice_name``; None without a cache or the voice's digest."""
         digest = self.digest.get(voice_name)
         if self.cache is None or digest is None:
@@ -151,18 +153,19 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
     voices, loudness, digests and the phrase cache the new config did not
     change are taken from ``previous``.
     """
+    text = config.text_options()
     if previous is None:
-        voices, errors = _load_tolerant(config, loading)
+        voices, errors = _load_tolerant(config, text, loading)
         level, digest = _measure(config, voices, {}, {})
         cache, cache_problem = _open_cache(config)
     else:
-        voices, level, digest = _reload_voices(config, loading, previous)
+        voices, level, digest = _reload_voices(config, text, loading, previous)
         errors = {}
         if config.cache == previous.config.cache:
             cache, cache_problem = previous.cache, previous.problems.get("cache")
         else:
             cache, cache_problem = _open_cache(config)
-    assets = Assets(config, voices, errors, level, digest, cache=cache,
+    assets = Assets(config, text, voices, errors, level, digest, cache=cache,
                     rules=compile_rules((r.match, r.clip) for r in config.fallback.rules))
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
     problems = {"voice": "; ".join(errors.values()) or None, "clips": _clip_problem(config, clips),
@@ -170,20 +173,20 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
     return replace(assets, clips=clips, problems=problems)
 
 
-def _load_tolerant(config: Config, loading: Loading) -> tuple[dict[str, Voice], dict[str, str]]:
+def _load_tolerant(config: Config, text: TextOptions, loading: Loading) -> tuple[dict[str, Voice], dict[str, str]]:
     """Every voice that loads, and why each other one did not."""
     voices: dict[str, Voice] = {}
     errors: dict[str, str] = {}
     for name, settings in config.all_voices().items():
         try:
-            voices.update(load_voices({name: settings}, config.text_options(), loading))
+            voices.update(load_voices({name: settings}, text, loading))
         except EdgeTTSError as exc:
             _LOGGER.error("%s", exc)
             errors[name] = str(exc)
     return voices, errors
 
 
-def _reload_voices(config: Config, loading: Loading, previous: Assets
+def _reload_voices(config: Config, text: TextOptions, loading: Loading, previous: Assets
                    ) -> tuple[dict[str, Voice], dict[str, float | None], dict[str, str]]:
     """Voices (loaded or kept), their loudness and digests for a reload to ``config``."""
     old = previous.config
@@ -192,7 +195,7 @@ def _reload_voices(config: Config, loading: Loading, previous: Assets
     same_text = (old.normalize, old.lexicon) == (config.normalize, config.lexicon)
     keep = {n: v for n, v in previous.voices.items() if same_text and old_voices.get(n) == new_voices.get(n)}
     todo = {n: s for n, s in new_voices.items() if n not in keep}
-    voices = {**keep, **load_voices(todo, config.text_options(), loading)}
+    voices = {**keep, **load_voices(todo, text, loading)}
     same_cache = config.cache == old.cache
     level = {n: v for n, v in previous.level_dbfs.items() if n in keep}
     digest = {n: v for n, v in previous.digest.items() if n in keep and same_cache}

@@ -4,9 +4,11 @@ A clip is ``<clips.dir>/<name>.wav``; a name is letters, digits, ``-`` and
 ``_`` (1-64 characters), never a path, so a payload cannot reach outside the
 folder (``/``, ``..``, NUL and absolute paths are refused before any file
 system call).  Files may have any rate, width (8/16/24/32-bit integer PCM,
-32/64-bit float) and channel count: each is read once, mixed to mono,
-converted to the device rate and brought to the configured loudness, and kept
-in memory, so a fallback clip plays even when the disk or the voice is gone.
+32/64-bit float) and channel count: each is read once, mixed to mono and
+converted to the device rate, its gain to the configured loudness measured,
+and kept in memory, so a fallback clip plays even when the disk or the voice
+is gone.  The gain is kept beside the audio, not multiplied in: the converter
+applies it when it makes device frames (one place changes level, issue 12).
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ class Clip:
 
     name: str
     audio: np.ndarray
-    """Mono float32 at ``rate``, already at the library's loudness."""
+    """Mono float32 at ``rate``, as read (unscaled): ``gain`` brings it to the library's loudness."""
 
     rate: int
     """Hertz (the device rate the library converts to)."""
@@ -152,7 +154,7 @@ class Clip:
     """Loudness of the file as read (see edgetts.audio.loudness); None = silent."""
 
     gain: float
-    """Linear gain applied to reach the library's target."""
+    """Linear gain that brings ``audio`` to the library's target (the piece gain it is played at)."""
 
     @property
     def duration_s(self) -> float:
@@ -204,8 +206,6 @@ class ClipLibrary:
         audio = self._resample(audio, rate) if rate != self.rate else audio
         level = loudness_dbfs(audio, self.rate)
         gain = 1.0 if self.target_dbfs is None else gain_for(audio, self.rate, self.target_dbfs)
-        if gain != 1.0:
-            audio = (audio * np.float32(gain)).astype(np.float32)
         return Clip(name, audio, self.rate, level, gain)
 
     def add(self, name: str, audio: np.ndarray, rate: int) -> Clip:

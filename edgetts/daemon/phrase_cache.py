@@ -1,6 +1,6 @@
 """The phrase cache: synthesized audio on disk, so a repeated announcement is instant (issue 6).
 
-Key: (voice name, voice hash, normalised text, synthesis settings) -> a
+Key: (voice name, voice hash, prepared text, synthesis settings) -> a
 SHA-256 hex name.  The voice hash is the BLAKE2b of the voice's files (model
 and config; memoised per file size and mtime), so the cache is portable: a
 site may render on a bigger machine and copy the folder to the board.
@@ -38,8 +38,7 @@ import numpy as np
 
 from edgetts.config import Config, VoiceModelSettings
 from edgetts.engine import SynthesisConfig
-from edgetts.text.normalize import normalize
-from edgetts.text.ssml import looks_like_ssml
+from edgetts.text.prepare import Prepared, prepare_text
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -116,13 +115,15 @@ def voice_synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:
     )
 
 
-def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str,
+def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str | Prepared,
                settings: SynthesisConfig) -> str:
-    """The cache key of ``text`` as the daemon (and `edgetts render`) would speak it."""
-    if looks_like_ssml(text):
-        spoken = "ssml:" + text  # markup decides what is said: the text itself is the key
-    else:
-        spoken = normalize(text, config.normalize)
+    """The cache key of ``text`` as the daemon (and `edgetts render`) would speak it.
+
+    ``text``: prepared with ``config.text_options()`` (edgetts.text.prepare.Prepared.key); a str
+    is prepared here (raises SSMLError for bad SSML), so a caller that has the Prepared passes it.
+    """
+    if isinstance(text, str):
+        text = prepare_text(text, config.text_options())
     context: dict[str, object] = {"normalize": repr(config.normalize), "lexicon": config.lexicon}
     voice = config.all_voices().get(voice_name)
     if voice is not None and voice.streaming:
@@ -130,7 +131,7 @@ def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str,
         # fast start changes a long first sentence's first words: not the same phrase.
         context.update(streaming=True, fast_start_ids=voice.fast_start_ids)
     extra = json.dumps(context, sort_keys=True, ensure_ascii=False)
-    return cache_key(voice_name, voice_digest, spoken, settings, extra)
+    return cache_key(voice_name, voice_digest, text.key, settings, extra)
 
 
 # ------------------------------------------------------------------ entries

@@ -30,8 +30,10 @@ from edgetts.daemon.health import Health
 from edgetts.daemon.messages import Announcement
 from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
-from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest, gained
+from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest
 from edgetts.engine import SynthesisConfig, Voice
+from edgetts.text.prepare import Prepared, prepare_text
+from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class Recorded:
     start: tuple[int, int]
     """(repeat, sentence) to start from."""
     gain: float = 1.0
+    """Level gain of every sentence (a clip's or a voice's loudness gain), applied by the converter."""
     cached: bool = False
     """A phrase-cache hit (`"cached": true` on `started`)."""
     unavailable: str | None = None
@@ -60,7 +63,7 @@ class Synthesis:
     """Speech the synthesis thread makes, with the fallback clip to play if it fails or is late."""
 
     voice: Voice
-    text: str
+    text: Prepared
     config: SynthesisConfig
     gain: float
     cache_key: str | None
@@ -85,7 +88,7 @@ def choose_source(entry: Entry, assets: Assets) -> Source:
         clip = assets.clips.get(ann.clip)
         if clip is None:  # gone with a reload while it was queued
             return Unplayable(f"clip {ann.clip!r} is no longer available")
-        return Recorded([clip.audio], clip.rate, start)
+        return Recorded([clip.audio], clip.rate, start, clip.gain)
     assert ann.text is not None
     name = ann.voice or assets.config.voice.name
     settings = assets.config.all_voices().get(name)
@@ -97,14 +100,33 @@ def choose_source(entry: Entry, assets: Assets) -> Source:
         why = assets.voice_errors.get(name, f"voice {name!r} is not loaded")
         if fallback is None:
             return Unplayable(f"voice unavailable: {why}")
-        return Recorded([fallback.audio], fallback.rate, (start[0], 0), unavailable=why, fallback=fallback)
+        return Recorded([fallback.audio], fallback.rate, (start[0], 0), fallback.gain, unavailable=why,
+                        fallback=fallback)
+    text = prepared_text(entry, assets)
+    if text is None:
+        return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
     config = voice_synthesis_config(settings)
     gain = assets.speech_gain(name)
-    key = assets.cache_key(name, ann.text, config)
+    key = assets.cache_key(name, text, config)
     hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
     if hit is not None:
         return Recorded(list(hit.sentences), hit.sample_rate, start, gain, cached=True)
-    return Synthesis(voice, ann.text, config, gain, key, fallback)
+    return Synthesis(voice, text, config, gain, key, fallback)
+
+
+def prepared_text(entry: Entry, assets: Assets) -> Prepared | None:
+    """``entry``'s text as admission prepared it, or prepared again when a reload changed the
+    text options since (then the key and the voice follow the options in force)."""
+    held = entry.prepared
+    text = entry.announcement.text
+    if text is None or (held is not None and held.options == assets.text):
+        return held
+    try:
+        entry.prepared = prepare_text(text, assets.text)
+    except SSMLError:
+        # Valid at admission: the voice reads the source with its own options and says why it cannot.
+        _LOGGER.warning("%s: its SSML does not prepare with the reloaded text options", entry.id)
+    return entry.prepared
 
 
 def fallback_clip(ann: Announcement, assets: Assets) -> Clip | None:
@@ -123,15 +145,16 @@ def fallback_clip(ann: Announcement, assets: Assets) -> Clip | None:
 
 def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray], rate: int,
                repeat: int, start: tuple[int, int], gain: float) -> None:
-    """Feed audio that exists already (a clip, a phrase-cache hit) and end the job."""
+    """Feed audio that exists already (a clip, a phrase-cache hit), each piece with its level ``gain``,
+    and end the job."""
     first_repeat, first_sentence = start
     for rep in range(first_repeat, repeat):
         skip = first_sentence if rep == first_repeat else 0
         if chime is not None and skip == 0:
-            job.feed(chime.audio, chime.rate, (rep, -1))
+            job.feed(chime.audio, chime.rate, (rep, -1), gain=chime.gain)
         for i, audio in enumerate(sentences):
             if i >= skip:
-                job.feed(gained(audio, gain), rate, (rep, i), speech=True)
+                job.feed(audio, rate, (rep, i), speech=True, gain=gain)
     job.end()
 
 
@@ -251,12 +274,14 @@ class Playout:
         settings = assets.config.all_voices().get(name)
         if voice is None or settings is None:
             return
+        text = prepared_text(nxt, assets)
+        if text is None:
+            return
         config = voice_synthesis_config(settings)
-        key = assets.cache_key(name, nxt.announcement.text, config)
+        key = assets.cache_key(name, text, config)
         if key is not None and assets.cache is not None and key in assets.cache:
             return  # it plays from the cache: nothing to synthesize
-        self._synth.submit(Prefetch((nxt.id, id(voice), nxt.announcement.text), voice,
-                                    nxt.announcement.text, config))
+        self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config))
 
     # ----------------------------------------------------- while it plays
     def check_deadline(self) -> None:
@@ -272,7 +297,7 @@ class Playout:
         clip = cur.fallback
         ann = cur.entry.announcement
         if cur.job.take_over(clip.audio, clip.rate, (cur.job.position[0], FALLBACK_SENTENCE),
-                             before_speech=True, times=ann.repeat - cur.job.position[0]):
+                             before_speech=True, times=ann.repeat - cur.job.position[0], gain=clip.gain):
             cur.fallback_done = True
             ms = ann.deadline_ms or self._assets().config.fallback.deadline_ms
             self._events.fallback(cur.entry.id, "deadline", clip.name, f"no speech within {ms} ms (deadline_ms)")
@@ -342,4 +367,4 @@ class Playout:
 
 
 __all__ = ["Playout", "Recorded", "Running", "Source", "Synthesis", "Unplayable", "choose_source",
-           "fallback_clip", "feed_audio"]
+           "fallback_clip", "feed_audio", "prepared_text"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgetts.daemon.messages import Announcement
+from edgetts.text.prepare import Prepared
 
 
 @dataclass(eq=False)
@@ -41,6 +42,9 @@ class Entry:
 
     seq: int = field(default=-1)
     """Arrival order, set by the scheduler."""
+
+    prepared: Prepared | None = None
+    """The announcement's text prepared at admission (None without text): the one preparation."""
 
     @property
     def id(self) -> str:

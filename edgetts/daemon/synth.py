@@ -24,6 +24,7 @@ from edgetts.daemon.keepalive import Keepalive
 from edgetts.daemon.phrase_cache import PhraseCache
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError, UnspeakableTextError
+from edgetts.text.prepare import Prepared
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -46,7 +47,8 @@ class SynthRequest:
 
     job: PlaybackJob
     voice: Voice
-    text: str
+    text: Prepared
+    """Prepared at admission: the voice speaks it without preparing it again."""
     config: SynthesisConfig
     chime: Clip | None
     repeat: int
@@ -55,7 +57,7 @@ class SynthRequest:
     fallback: Clip | None = None
     """Played when synthesis raises (reason synthesis_error or unspeakable)."""
     gain: float = 1.0
-    """Loudness gain of this voice (1.0 = its own level)."""
+    """Loudness gain of this voice (1.0 = its own level): each piece's level, applied by the converter."""
     cache: PhraseCache | None = None
     cache_key: str | None = None
 
@@ -64,10 +66,10 @@ class SynthRequest:
 class Prefetch:
     """Synthesize the first sentence of what is likely to play next."""
 
-    key: tuple[str, int, str]
+    key: tuple[str, int, Prepared]
     """(announcement id, id(voice), text): a later request must match all three."""
     voice: Voice
-    text: str
+    text: Prepared
     config: SynthesisConfig
 
 
@@ -90,7 +92,7 @@ class Synthesizer:
         self._notify = notify or (lambda _msg: None)
         self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
-        self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
+        self._prefetched: tuple[tuple[str, int, Prepared], Iterator[AudioChunk]] | None = None
         self._setup = setup
         self.keepalive = keepalive
 
@@ -155,7 +157,7 @@ class Synthesizer:
         # Told before the clip is handed over, so `fallback` precedes its `started`.
         self._notify(FallbackUsed(job, reason, detail))
         if not job.take_over(clip.audio, clip.rate, (job.position[0], FALLBACK_SENTENCE),
-                             before_speech=False, times=req.repeat - job.position[0]):
+                             before_speech=False, times=req.repeat - job.position[0], gain=clip.gain):
             _LOGGER.debug("fallback for %s came too late", job.token.id)
 
     def _prefetch(self, req: Prefetch) -> None:
@@ -185,11 +187,11 @@ class Synthesizer:
         for rep in range(first_repeat, req.repeat):
             skip = first_sentence if rep == first_repeat else 0
             if req.chime is not None and skip == 0:
-                job.feed(req.chime.audio, req.chime.rate, (rep, -1))
+                job.feed(req.chime.audio, req.chime.rate, (rep, -1), gain=req.chime.gain)
             if cached is not None and skip == 0:
                 for piece in cached:
-                    if not job.feed(gained(piece.audio, req.gain), piece.sample_rate, (rep, piece.sentence_index),
-                                    speech=True):
+                    if not job.feed(piece.audio, piece.sample_rate, (rep, piece.sentence_index), speech=True,
+                                    gain=req.gain):
                         return
                 continue
             pieces: list[AudioChunk] = []
@@ -198,20 +200,14 @@ class Synthesizer:
                     return
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
-                    gained(chunk.audio, req.gain), chunk.sample_rate, (rep, chunk.sentence_index),
-                    speech=True,
+                    chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,
                 ):
                     return  # a fallback clip took the job over (deadline): this work is not wanted
             if skip == 0:
                 cached = pieces
                 if req.cache is not None and req.cache_key is not None:
-                    store_play(req.cache, req.cache_key, req.text, pieces)
+                    store_play(req.cache, req.cache_key, req.text.source, pieces)
         job.end()
-
-
-def gained(audio: np.ndarray, gain: float) -> np.ndarray:
-    """``audio`` times the voice's loudness gain (the same array when the gain is 1)."""
-    return audio if gain == 1.0 else (audio * np.float32(gain)).astype(np.float32)
 
 
 def join_sentences(chunks: Sequence[AudioChunk]) -> tuple[int, list[np.ndarray]] | None:
@@ -242,5 +238,5 @@ def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioCh
     return cache.put(key, rate, sentences, text)
 
 
-__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Prefetch", "SynthRequest", "Synthesizer", "gained",
+__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Prefetch", "SynthRequest", "Synthesizer",
            "join_sentences", "store_play"]

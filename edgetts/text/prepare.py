@@ -4,6 +4,11 @@
 the text nodes of an SSML document, and returns :class:`Speak` (words for
 espeak-ng), :class:`Phonemes` (IPA that bypasses espeak-ng) and :class:`Break`
 (silence) segments in playing order.
+
+:func:`prepare_text` does it once per announcement (issue 12) and keeps the
+result as :class:`Prepared`, which the daemon checks SSML with, keys the
+phrase cache with and hands to the voice, so no later stage parses or
+normalises the same text again.
 """
 
 from __future__ import annotations
@@ -57,6 +62,51 @@ class TextOptions:
     lexicon: Lexicon | None = None
     ssml: bool | None = None
     """True: parse as SSML; False: plain text; None: SSML when it starts with ``<speak``."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A text prepared once: what it said, how it was prepared, and what is to be spoken."""
+
+    source: str
+    """The text as it came (plain text or SSML)."""
+    segments: tuple[Segment, ...]
+    """:func:`prepare`'s segments of ``source`` with ``options``; empty when nothing is speakable."""
+    options: TextOptions
+    """What ``segments`` were prepared with: a voice with other options prepares ``source`` itself."""
+
+    @property
+    def ssml(self) -> bool:
+        """Whether ``source`` was read as SSML."""
+        return self.options.ssml if self.options.ssml is not None else ssml_mod.looks_like_ssml(self.source)
+
+    @property
+    def key(self) -> str:
+        """What the phrase cache keys this text by.
+
+        SSML: ``"ssml:"`` + the source (markup decides what is said).  Plain text:
+        the words to speak, so spellings that read alike share an entry; for one
+        paragraph without lexicon hits this is ``normalize(source)``, the key of
+        every entry written before issue 12.  IPA shows as ``/ipa/``, a paragraph
+        end as a blank line (both change the audio).
+        """
+        if self.ssml:
+            return "ssml:" + self.source
+        out = ""
+        for seg in self.segments:
+            if isinstance(seg, Break):
+                out += "\n\n"
+            else:
+                word = seg.text if isinstance(seg, Speak) else f"/{seg.ipa}/"
+                out += word if not out or out.endswith("\n") else " " + word
+        return out
+
+
+def prepare_text(text: str, options: TextOptions) -> Prepared:
+    """``text`` prepared with ``options``, once; raises :class:`edgetts.text.ssml.SSMLError` for bad SSML."""
+    segments = prepare(text, options=options.normalize_options, lexicon=options.lexicon, ssml=options.ssml,
+                       normalize=options.normalize)
+    return Prepared(text, tuple(segments), options)
 
 
 _SENTENCE_END = (".", "?", "!")

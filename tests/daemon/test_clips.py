@@ -93,9 +93,11 @@ def test_library_converts_rate_and_loudness_and_reports_broken_files(tmp_path: P
     assert set(lib.problems) == {"broken.wav", "bad name.wav"}
     quiet, loud = lib.get("quiet48k"), lib.get("loud")
     assert quiet.rate == 22050 and abs(quiet.audio.size - 22050) <= 1  # 1 s at 48 kHz -> 22050 Hz
-    for clip in (quiet, loud):  # both now at the target, from -29 and -4 dBFS
-        assert abs(loudness_dbfs(clip.audio, 22050) - (-20.0)) < 0.1, clip.name
+    for clip in (quiet, loud):  # both played at the target, from -29 and -4 dBFS
+        assert abs(loudness_dbfs(clip.audio * np.float32(clip.gain), 22050) - (-20.0)) < 0.1, clip.name
     assert quiet.gain > 1 and loud.gain < 1 and quiet.source_dbfs < -28
+    # the gain is kept beside the audio as read, applied once by the converter (issue 12)
+    assert np.array_equal(loud.audio, read_wav(tmp_path / "loud.wav")[0])
     # no folder configured: an empty library; a missing folder is a problem, not a crash
     assert len(ClipLibrary(None, 22050, None).load()) == 0
     missing = ClipLibrary(tmp_path / "nope", 22050, None).load()

@@ -13,6 +13,7 @@ import pytest
 
 from edgetts.daemon.fallback import choose, compile_rules
 from edgetts.engine import AudioChunk, SynthesisConfig
+from edgetts.text.prepare import Prepared
 from edgetts.vocabulary import FALLBACK_REASONS
 
 from support.fakes import FakeVoice
@@ -103,9 +104,9 @@ class RaisingVoice(FakeVoice):
         super().__init__()
         self.good = good
 
-    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
         for i, chunk in enumerate(super().synthesize(text, config)):
-            if "boom" in text and i >= self.good:
+            if "boom" in FakeVoice.source(text) and i >= self.good:
                 raise RuntimeError("injected failure in the model")
             yield chunk
 

@@ -14,6 +14,7 @@ import pytest
 
 from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
 from edgetts.engine import AudioChunk, SynthesisConfig
+from edgetts.text.prepare import Prepared
 
 from support.fakes import FakeVoice
 from support.pcm import assert_played
@@ -221,7 +222,7 @@ def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(daemo
 class WindowedVoice(FakeVoice):
     """A streaming voice: each sentence comes in three windows (edgetts.voice.piper.streaming)."""
 
-    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
         for chunk in super().synthesize(text, config):
             thirds = np.array_split(chunk.audio, 3)
             for n, part in enumerate(thirds):

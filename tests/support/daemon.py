@@ -136,8 +136,8 @@ def _real_loader(loads: list[tuple[str, Any]], said: list[str]) -> Callable[[Any
         voice = load_configured_voice(settings, text, runtime)
         speak = voice.synthesize
 
-        def synthesize(text: str, config: Any = None) -> Any:
-            said.append(text)
+        def synthesize(text: Any, config: Any = None) -> Any:
+            said.append(getattr(text, "source", text))  # a Prepared text (the daemon's) by its source
             return speak(text, config)
 
         # On the instance: the voice's type, and so its phrase-cache hash, stay as they are.

@@ -1,15 +1,18 @@
-"""Fake voices injected through the daemon's constructor seams."""
+"""Fake voices injected through the daemon's constructor seams, and a spy on text preparation."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import UnspeakableTextError
+from edgetts.text.prepare import Prepared
 
 
 class FakeVoice:
@@ -25,6 +28,8 @@ class FakeVoice:
         self.calls: list[str] = []
         self.call_times: list[tuple[str, float]] = []
         """(text, Unix seconds) when the synthesis of each text began."""
+        self.received: list[str | Prepared] = []
+        """What each synthesize call was handed (a str, or the daemon's Prepared text)."""
 
     @property
     def name(self) -> str:
@@ -33,6 +38,11 @@ class FakeVoice:
     @property
     def sample_rate(self) -> int:
         return self._rate
+
+    @staticmethod
+    def source(text: str | Prepared) -> str:
+        """The text as written (a Prepared text's source)."""
+        return text.source if isinstance(text, Prepared) else text
 
     @staticmethod
     def sentences(text: str) -> list[str]:
@@ -44,7 +54,10 @@ class FakeVoice:
         env = np.minimum(1.0, np.minimum(np.arange(n), n - 1 - np.arange(n)) / 200.0)
         return (0.5 * np.sin(2 * np.pi * (200 + 50 * i) * t) * env).astype(np.float32)
 
-    def synthesize(self, text: str, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        """Speaks a :class:`Prepared` text from its source: a fake has no front end to skip."""
+        self.received.append(text)
+        text = self.source(text)
         parts = self.sentences(text)
         if not parts:
             raise UnspeakableTextError(f"nothing to speak in {text[:40]!r}")
@@ -54,3 +67,34 @@ class FakeVoice:
             if self.delay_s:
                 time.sleep(self.delay_s)
             yield AudioChunk(self.sentence_audio(i, sentence), self._rate, i)
+
+
+class PreparationSpy:
+    """Every call of the SSML parser and of edgetts.text.prepare's normaliser entry, by argument.
+
+    Installed with ``monkeypatch`` (so it ends with the test); thread-safe, since the loop and
+    the synthesis thread may both prepare text.
+    """
+
+    def __init__(self, monkeypatch: Any) -> None:
+        from edgetts.text import prepare as prepare_mod
+        from edgetts.text import ssml as ssml_mod
+
+        self.parsed: list[str] = []
+        self.normalised: list[str] = []
+        self._lock = threading.Lock()
+        monkeypatch.setattr(ssml_mod, "parse", self._spy(ssml_mod.parse, self.parsed))
+        monkeypatch.setattr(prepare_mod, "normalize_text", self._spy(prepare_mod.normalize_text, self.normalised))
+
+    def _spy(self, real: Any, into: list[str]) -> Any:
+        def spy(text: str, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                into.append(text)
+            return real(text, *args, **kwargs)
+
+        return spy
+
+    def normalised_with(self, words: str) -> int:
+        """How many normaliser calls had ``words`` in their text (an SSML text node, say)."""
+        with self._lock:
+            return sum(words in text for text in self.normalised)

@@ -24,8 +24,11 @@ def tone(freq: float, seconds: float, amp: float = 0.3, rate: int = 22050) -> np
 
 
 def clip_pcm(clip: Any, gain: float = 1.0) -> np.ndarray:
-    """The int16 the device gets for a library clip (what the one converter does)."""
-    x = clip.audio if gain == 1.0 else clip.audio * np.float32(gain)
+    """The int16 the device gets for a library clip played at job gain ``gain``: its unscaled
+    audio times its loudness gain times ``gain``, one float32 multiplication (what the one
+    converter does; with ``gain`` 1, the integers of the pre-scaled clips before issue 12)."""
+    level = float(clip.gain) * gain
+    x = clip.audio if level == 1.0 else clip.audio * np.float32(level)
     return np.clip(x * 32767.0, -32767.0, 32767.0).astype(np.int16)
 
 

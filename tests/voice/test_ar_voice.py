@@ -146,3 +146,17 @@ def test_interleaved_announcements_share_the_pool_while_blocks_last(voice):
     assert voice.pool.blocks_in_use > base
     first.close()
     assert voice.pool.blocks_in_use == base
+
+
+def test_a_prepared_text_is_read_from_its_source(voice):
+    """The AR model reads written text with its own tokenizer: a Prepared text speaks as its source."""
+    from edgetts.text.prepare import TextOptions, prepare_text
+
+    text = "Platform 4 at 9:42."
+    prepared = prepare_text(text, TextOptions())
+    assert prepared.key != text  # the Piper front end's reading differs from what the AR voice reads
+    a = np.concatenate([c.audio for c in voice.synthesize(prepared, seed=2)])
+    b = np.concatenate([c.audio for c in voice.synthesize(text, seed=2)])
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(UnspeakableTextError):
+        voice.synthesize(prepare_text("   ", TextOptions()))

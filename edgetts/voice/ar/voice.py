@@ -26,6 +26,7 @@ import numpy as np
 
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
+from edgetts.text.prepare import Prepared
 from edgetts.voice.ar.kv_cache import BlockPool, KvSequence, SharedPrefix
 from edgetts.voice.ar.lm import BlockLm, make_session
 from edgetts.voice.ar.manifest import ArManifest, load_manifest
@@ -190,15 +191,20 @@ class ArVoice:
 
     # -- the Voice protocol ----------------------------------------------------------------
     def synthesize(
-        self, text: str, config: SynthesisConfig | None = None, *, seed: int | None = None
+        self, text: str | Prepared, config: SynthesisConfig | None = None, *, seed: int | None = None
     ) -> Iterator[AudioChunk]:
         """Speak ``text``; raises UnspeakableTextError at once when there is nothing to say.
+
+        A :class:`Prepared` text is read from its source: the model reads written text
+        (its own tokenizer), not the Piper front end's segments.
 
         Of ``SynthesisConfig`` only ``volume`` applies: the VITS knobs have no meaning
         here, and ``normalize_audio`` would need the whole sentence before the first
         chunk, which streaming cannot wait for.
         """
         cfg = config or SynthesisConfig()
+        if isinstance(text, Prepared):
+            text = text.source
         sentences = self.segments(text)  # raises before anything is yielded
         if cfg.speaker_id not in (None, 0):
             _LOGGER.debug("AR voice %s has one speaker (its prompt); speaker_id ignored", self.name)

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgetts.text.prepare import Break, Phonemes, TextOptions, prepare
+from edgetts.text.prepare import Break, Phonemes, Prepared, Segment, TextOptions, prepare
 from edgetts.voice.piper.model_config import BOS, EOS, PAD, PiperVoiceConfig
 from edgetts.voice.piper.phonemize import phonemize
 
@@ -77,19 +77,28 @@ class PiperFrontend:
             return [list(unicodedata.normalize("NFD", text))] if text.strip() else []
         return phonemize(text, self.config.espeak_voice)
 
-    def plan(self, text: str) -> list[Sentence | Pause]:
-        """Sentences (with prosody) and pauses, in speaking order.
-
-        Phonemes given directly (lexicon ``/IPA/`` entries, SSML ``<phoneme>``)
-        join the sentence around them, so they do not break its intonation.
-        """
-        segments = prepare(
+    def segments(self, text: str | Prepared) -> Sequence[Segment]:
+        """The prepared segments of ``text``: a Prepared's own when it was prepared with this
+        voice's options (then nothing is parsed or normalised again), else ``text`` prepared here."""
+        if isinstance(text, Prepared):
+            if text.options == self.text:
+                return text.segments
+            text = text.source  # prepared otherwise: read as this voice reads it, never a wrong reading
+        return prepare(
             text,
             options=self.text.normalize_options,
             lexicon=self.text.lexicon,
             ssml=self.text.ssml,
             normalize=self.text.normalize,
         )
+
+    def plan(self, text: str | Prepared) -> list[Sentence | Pause]:
+        """Sentences (with prosody) and pauses, in speaking order.
+
+        Phonemes given directly (lexicon ``/IPA/`` entries, SSML ``<phoneme>``)
+        join the sentence around them, so they do not break its intonation.
+        """
+        segments = self.segments(text)
         plan: list[Sentence | Pause] = []
         current: list[str] = []
         prosody = (1.0, 1.0)

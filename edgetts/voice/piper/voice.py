@@ -21,7 +21,7 @@ import numpy as np
 
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
-from edgetts.text.prepare import TextOptions
+from edgetts.text.prepare import Prepared, TextOptions
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
@@ -310,9 +310,12 @@ class PiperVoice:
         return np.clip(audio, -1.0, 1.0).astype(np.float32)
 
     def synthesize(
-        self, text: str, config: SynthesisConfig | None = None, *, stream: bool | None = None
+        self, text: str | Prepared, config: SynthesisConfig | None = None, *, stream: bool | None = None
     ) -> Iterator[AudioChunk]:
         """Chunks in speaking order, each yielded as soon as it is computed.
+
+        A :class:`Prepared` text made with this voice's TextOptions is not prepared
+        again (:meth:`PiperFrontend.segments`).
 
         Whole-sentence: one chunk per sentence (and per pause).  Streaming
         (``stream``, default: the voice's setting): several chunks per
@@ -322,7 +325,8 @@ class PiperVoice:
         streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
         if not any(isinstance(item, Sentence) for item in plan):
-            raise UnspeakableTextError(f"nothing speakable in {_preview(text)}")
+            source = text.source if isinstance(text, Prepared) else text
+            raise UnspeakableTextError(f"nothing speakable in {_preview(source)}")
         # Fast start (opt-in) only where first audio waits on it: the text's first sentence.
         first_sentence = next(i for i, item in enumerate(plan) if isinstance(item, Sentence))
         for index, item in enumerate(plan):
