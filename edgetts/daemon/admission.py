@@ -12,6 +12,7 @@ Whether a new entry interrupts the one playing is decided here too
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 
@@ -30,6 +31,7 @@ _LOGGER = logging.getLogger(__name__)
 
 #: Larger payloads were refused for their size; their id is not worth decoding.
 _MAX_GUESS_BYTES = 1 << 20
+_PLAIN_ID = re.compile(rb'"id"\s*:\s*"([^"\\\x00-\x1f]{1,128})"')
 
 
 def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[Entry],
@@ -175,7 +177,9 @@ def guess_id(payload: bytes) -> str:
         prescan(payload)
         obj = decode_json(text)
     except (PayloadError, UnicodeDecodeError):
-        return ""
+        # Not decodable as a whole: an id that is a plain string still tells the publisher which one.
+        found = _PLAIN_ID.search(payload[:_MAX_GUESS_BYTES])
+        return escape(found.group(1).decode("utf-8", "replace"), 160) if found else ""
     ident = obj.get("id") if isinstance(obj, dict) else None
     return escape(ident[:128], 160) if isinstance(ident, str) else ""
 
