@@ -36,9 +36,10 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.S)
 _LONG_NUMBER = re.compile(rb"[-0-9][0-9.eE+-]{%d,}" % MAX_NUMBER_CHARS)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
-# Terminal escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), two-byte ESC x,
+# Terminal escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), ESC (intermediates) final
+# (`ESC c`, `ESC ( B` as `tput sgr0` writes),
 # and the 8-bit CSI.  `printf '\e[31mFire\e[0m' | mosquitto_pub -s` should say "Fire".
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]*[0-~]|\x9b[0-?]*[ -/]*[@-~]")
 # HTML/XML-looking tags and comments in text that is not SSML: `<b>Gate 5</b>` says "Gate 5".
 _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>|<![A-Za-z][^<>]*>|<\?[^<>]*\?>", re.S)
 _WHITESPACE_CONTROLS = frozenset("\t\n\r")
