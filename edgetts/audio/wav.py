@@ -29,18 +29,21 @@ def write_wav(path: Path, chunks: Iterable[AudioChunk]) -> float:
     tmp = path.with_name(f".{path.name}.part")
     seconds = 0.0
     try:
-        wav = wave.open(str(tmp), "wb")
-        try:
-            wav.setnchannels(1)
-            wav.setsampwidth(2)
-            wav.setframerate(rate)
-            for chunk in itertools.chain([first], iterator):
-                if chunk.sample_rate != rate:
-                    raise EdgeTTSError(f"chunks change sample rate ({rate} -> {chunk.sample_rate} Hz)")
-                wav.writeframes(chunk.to_int16().tobytes())
-                seconds += chunk.duration_s
-        finally:
-            wav.close()
+        # Opened here, not by wave.open(name): a Wave_write whose open() failed prints a
+        # traceback from its __del__ after the error line (issue 13).
+        with open(tmp, "wb") as fh:
+            wav = wave.open(fh, "wb")
+            try:
+                wav.setnchannels(1)
+                wav.setsampwidth(2)
+                wav.setframerate(rate)
+                for chunk in itertools.chain([first], iterator):
+                    if chunk.sample_rate != rate:
+                        raise EdgeTTSError(f"chunks change sample rate ({rate} -> {chunk.sample_rate} Hz)")
+                    wav.writeframes(chunk.to_int16().tobytes())
+                    seconds += chunk.duration_s
+            finally:
+                wav.close()
         tmp.replace(path)
     except OSError as err:
         raise EdgeTTSError(f"cannot write {path}: {err.strerror or err}") from err

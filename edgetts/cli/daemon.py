@@ -7,7 +7,15 @@ import logging
 import os
 import sys
 
-from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, dump_config, load_config
+from edgetts.config import (
+    DEFAULT_CONFIG_PATH,
+    Config,
+    ConfigError,
+    dump_config,
+    key_line,
+    load_config,
+    problem_line,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -42,13 +50,40 @@ def _load(path: str) -> Config | None:
         return load_config(path)
     except ConfigError as exc:
         for line in exc.problems:
-            print(line, file=sys.stderr)
+            # A file that cannot be read has no problem *in* it: it is this command's error.
+            print(f"edgetts: error: {line}" if " (file): " in line else line, file=sys.stderr)
         return None
+
+
+def _voice_model_problems(config: Config, path: str) -> list[str]:
+    """voice/model and voices/*/model that name no file or no voice the catalog knows, as problem lines.
+
+    Only here: the daemon itself starts without its voice (degraded, on clips; issue 6).
+    """
+    from edgetts.errors import VoiceError
+    from edgetts.voice.catalog import resolve_voice
+
+    models = [(("voice", "model"), config.voice.model)]
+    models += [(("voices", name, "model"), v.model) for name, v in config.voices.items()]
+    problems = []
+    for key, model in models:
+        try:
+            info = resolve_voice(model)
+            if not info.path.is_file():
+                raise VoiceError(f"voice model not found: {info.path}")
+        except VoiceError as exc:
+            problems.append(problem_line(path, key_line(path, key), "/".join(key), str(exc)))
+    return problems
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     config = _load(args.file)
     if config is None:
+        return 1
+    problems = _voice_model_problems(config, args.file)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
         return 1
     print(f"{args.file}: ok")
     return 0

@@ -112,6 +112,13 @@ class MqttSettings:
     reconnect_max_s: float = 60.0
     """Cap of the reconnect delay, seconds."""
 
+    accept_retained: bool = False
+    """Play retained messages on the announce topics; false = reject them (they replay on every restart)."""
+
+    journal_dir: str | None = None
+    """Folder of the intake journal (a message that crashed the daemon twice is rejected as poison);
+    None = `$CACHE_DIRECTORY/intake` under systemd, else no journal."""
+
     tls: TlsSettings = field(default_factory=TlsSettings)
 
     def validate(self) -> None:

@@ -225,6 +225,22 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     return parse_config(text, name)
 
 
+def key_line(path: str | os.PathLike[str], key_path: tuple[str, ...]) -> int:
+    """The line of ``key_path`` in the YAML file ``path`` (of its nearest parent present; 1 when unreadable).
+
+    For checks made after loading, e.g. `check-config` finding that voice/model does not exist.
+    """
+    try:
+        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return 1
+    if node is None:
+        return 1
+    loc = _Located()
+    _plain(node, (), loc, [], os.fspath(path))
+    return loc.line_of(key_path)
+
+
 def dump_config(config: Config) -> str:
     """The effective config as YAML (what `edgetts print-config` prints)."""
     return yaml.safe_dump(config.to_dict(), sort_keys=False, default_flow_style=False)

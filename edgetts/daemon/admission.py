@@ -12,37 +12,86 @@ Whether a new entry interrupts the one playing is decided here too
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 import time
 from collections.abc import Sequence
 
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
+from edgetts.daemon.intake import decode_json, escape, prescan
 from edgetts.daemon.messages import AnnounceLimits, Announcement, PayloadError
 from edgetts.daemon.mqtt import Inbound
+from edgetts.daemon.poison import IntakeJournal
 from edgetts.daemon.scheduler import Entry, Scheduler
 from edgetts.text.prepare import Prepared, prepare_text
 from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
 
+#: Larger payloads were refused for their size; their id is not worth decoding.
+_MAX_GUESS_BYTES = 1 << 20
+_PLAIN_ID = re.compile(rb'"id"\s*:\s*"([^"\\\x00-\x1f]{1,128})"')
+
 
 def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[Entry],
-          events: Events) -> Entry | None:
+          events: Events, journal: IntakeJournal | None = None) -> Entry | None:
     """The entry ``msg`` became, now queued; None when it was refused, expired or already in hand.
 
     ``in_hand``: the entries playing (or stopping), which a redelivery or a
-    duplicate id may belong to as much as the queued ones.
+    duplicate id may belong to as much as the queued ones.  Nothing in a
+    message makes this raise (issue 13): a payload that cannot be read is
+    rejected with the reason and acknowledged.  ``journal``: the second line of
+    defence (edgetts.daemon.poison); its entry is removed only when the intake
+    returns, so an exception that still escapes, or a death, is counted.
     """
-    now = time.time()
-    try:
-        ann, text = parse(msg.payload, msg.received_at, assets)
-    except PayloadError as exc:
-        events.publish(guess_id(msg.payload), "rejected", str(exc))
-        events.ack([msg.ack])
+    intake = journal.begin(msg.topic, msg.payload) if journal is not None else None
+    entry = None
+    if intake is not None and intake.poison:
+        _LOGGER.error("message on %s rejected as poison (%d deaths while reading it)", escape(msg.topic),
+                      intake.deaths)
+        _refuse(msg, events, f"poison: the daemon died {intake.deaths} times while reading this message")
+    else:
+        read = _read(msg, assets, events)
+        if read is not None:
+            entry = _place(msg, read, assets, scheduler, in_hand, events)
+    if journal is not None and intake is not None:
+        journal.finish(intake)
+    return entry
+
+
+def _read(msg: Inbound, assets: Assets, events: Events) -> tuple[Announcement, Prepared | None] | None:
+    """The announcement of ``msg`` and its text prepared; None when it was refused (said and acknowledged)."""
+    if msg.retain and not assets.config.mqtt.accept_retained:
+        # It would play again on every restart and reconnect (issue 13).
+        _refuse(msg, events, "retained message on an announce topic (mqtt/accept_retained is off)")
         return None
+    try:
+        return parse(msg.payload, msg.received_at, assets)
+    except PayloadError as exc:
+        reason = str(exc)
+    except Exception as exc:  # a bug, not the publisher's: still rejected, never a crash loop
+        _LOGGER.error("reading a message on %s failed", escape(msg.topic), exc_info=True)
+        reason = f"cannot be read: {type(exc).__name__}: {exc}"
+    _refuse(msg, events, reason)
+    return None
+
+
+def _refuse(msg: Inbound, events: Events, reason: str) -> None:
+    """Say `rejected` (id and reason escaped by Events) and acknowledge, whatever publishing does."""
+    try:
+        events.publish(guess_id(msg.payload), "rejected", reason)
+    except Exception:  # the event is lost; the message must still be acknowledged
+        _LOGGER.error("rejected event not published", exc_info=True)
+    events.ack([msg.ack])
+
+
+def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Assets, scheduler: Scheduler,
+           in_hand: Sequence[Entry], events: Events) -> Entry | None:
+    """Drop a redelivery or a duplicate id, else offer the new entry to the scheduler."""
+    ann, text = read
+    now = time.time()
     held = [*in_hand, *scheduler]
     # A redelivery of a message still in hand (after a reconnect) is the same message.
     if msg.dup:
@@ -127,13 +176,19 @@ def expire(scheduler: Scheduler, events: Events) -> None:
 
 
 def guess_id(payload: bytes) -> str:
-    """The id of a rejected JSON payload, when one can be read; else ""."""
-    try:
-        obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+    """The id of a rejected JSON payload, when one can be read (escaped); else "". Never raises."""
+    if len(payload) > _MAX_GUESS_BYTES:
         return ""
+    try:
+        text = payload.decode("utf-8").removeprefix("\ufeff")
+        prescan(payload)
+        obj = decode_json(text)
+    except (PayloadError, UnicodeDecodeError):
+        # Not decodable as a whole: an id that is a plain string still tells the publisher which one.
+        found = _PLAIN_ID.search(payload[:_MAX_GUESS_BYTES])
+        return escape(found.group(1).decode("utf-8", "replace"), 160) if found else ""
     ident = obj.get("id") if isinstance(obj, dict) else None
-    return ident[:128] if isinstance(ident, str) else ""
+    return escape(ident[:128], 160) if isinstance(ident, str) else ""
 
 
 __all__ = ["admit", "expire", "guess_id", "parse", "preempts", "prepared"]

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from edgetts.daemon.health import Health
+from edgetts.daemon.intake import escape
 from edgetts.daemon.messages import Event
 from edgetts.daemon.mqtt import AckHandle
 
@@ -34,6 +35,12 @@ class Events:
 
     def publish(self, ident: str, event: str, reason: str | None = None,
                 latency_ms: float | None = None, ts: float | None = None, **more: Any) -> None:
+        # An id or a reason may quote the payload: escaped, so it can split no log line and
+        # always encodes as UTF-8 (a lone surrogate once crashed the daemon here, issue 13).
+        ident = escape(ident, 160)
+        reason = None if reason is None else escape(reason, 1000)
+        if isinstance(more.get("detail"), str):
+            more["detail"] = escape(more["detail"], 1000)
         ev = Event(id=ident, event=event, ts=time.time() if ts is None else ts,  # type: ignore[arg-type]
                    reason=reason, latency_ms=latency_ms, **more)
         log = _LOGGER.warning if event in _WARNINGS else _LOGGER.info

@@ -54,6 +54,7 @@ from edgetts.daemon.messages import Status
 from edgetts.daemon.mqtt import Inbound, MqttLink
 from edgetts.daemon.phrase_cache import PhraseCache
 from edgetts.daemon.playout import Playout
+from edgetts.daemon.poison import IntakeJournal, journal_folder
 from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refused
 from edgetts.daemon.scheduler import Scheduler
 from edgetts.daemon.sdnotify import Notifier
@@ -127,6 +128,7 @@ class Daemon:
         self._assets = Assets(config)
         self._health = Health()
         self._events = Events(self._health)
+        self._journal = IntakeJournal(journal_folder(config.mqtt.journal_dir))  # start-up config, as mqtt/*
         # Placement is decided once, from the start-up config (a change needs a restart).
         self._cpu = plan_cpu(config.cpu)
         if self._cpu.problem is not None:
@@ -256,7 +258,7 @@ class Daemon:
 
     def _dispatch(self, msg: Any) -> None:
         if isinstance(msg, Inbound):
-            entry = admit(msg, self._assets, self.scheduler, self._playout.in_hand(), self._events)
+            entry = admit(msg, self._assets, self.scheduler, self._playout.in_hand(), self._events, self._journal)
             if entry is not None:
                 self._playout.admitted(entry)
         elif isinstance(msg, PlayerReport):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from edgetts.daemon.intake import PayloadError, clean_text, decode_json, prescan
 from edgetts.vocabulary import (
     CLIP_NAME_RE,
     EVENTS,
@@ -29,10 +30,6 @@ _ANNOUNCEMENT_KEYS = frozenset(
     ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
      "interrupt", "fallback", "deadline_ms")
 )
-
-
-class PayloadError(ValueError):
-    """A payload that cannot be accepted; ``str()`` is the reason sent in the `rejected` event."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +141,11 @@ class Announcement:
         limits: AnnounceLimits = AnnounceLimits(),
         new_id: Callable[[], str] = _new_id,
     ) -> Announcement:
-        """Parse an MQTT payload: plain UTF-8 text, or JSON when it starts with ``{``."""
+        """Parse an MQTT payload: plain UTF-8 text, or JSON when it starts with ``{`` (after a BOM).
+
+        Raises :class:`PayloadError` only: the limits are checked on the raw
+        bytes before anything is converted (edgetts.daemon.intake, issue 13).
+        """
         if len(payload) > limits.max_payload_bytes:
             raise PayloadError(f"payload too large ({len(payload)} bytes)")
         try:
@@ -153,11 +154,10 @@ class Announcement:
             raise PayloadError(f"payload is not UTF-8 (byte {exc.start})") from None
         if "\x00" in text:
             raise PayloadError("payload contains NUL")
+        text = text.removeprefix("\ufeff")  # a BOM some editors and Windows tools write first
         if text.lstrip().startswith("{"):
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise PayloadError(f"bad JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            prescan(payload)
+            obj = decode_json(text)
             if not isinstance(obj, dict):
                 raise PayloadError("JSON payload must be an object")
             return cls._from_json(obj, now=now, limits=limits, new_id=new_id)
@@ -238,9 +238,10 @@ class Announcement:
 
 
 def _check_text(text: str, limits: AnnounceLimits) -> str:
-    text = text.strip()
+    raw = text
+    text = clean_text(text).strip()
     if not text:
-        raise PayloadError("text is empty")
+        raise PayloadError("text is empty" if not raw.strip() else "text is empty without its markup")
     if len(text) > limits.max_text_chars:
         raise PayloadError(f"text too long ({len(text)} > {limits.max_text_chars} characters)")
     return text

@@ -84,6 +84,8 @@ class Inbound:
     received_at: float
     """Unix seconds."""
     received_mono: float
+    retain: bool = False
+    """Delivered from the broker's retained store (on subscribing), not as it was published."""
 
 
 class MqttLink:
@@ -181,7 +183,7 @@ class MqttLink:
                 Inbound(
                     topic=msg.topic, payload=bytes(msg.payload),
                     ack=AckHandle(msg.mid, msg.qos, generation), dup=bool(msg.dup),
-                    received_at=now, received_mono=mono,
+                    received_at=now, received_mono=mono, retain=bool(msg.retain),
                 )
             )
         except Exception:  # never let an exception kill paho's network thread
