@@ -11,10 +11,11 @@ Whether a new entry interrupts the one playing is decided here too
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
@@ -37,7 +38,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     """
     now = time.time()
     try:
-        ann = parse(msg.payload, msg.received_at, assets)
+        ann = parse(msg.payload, msg.received_at, assets, new_id=lambda: message_id(msg, scheduler, now))
     except PayloadError as exc:
         events.publish(guess_id(msg.payload), "rejected", str(exc))
         events.ack([msg.ack])
@@ -86,11 +87,16 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> En
     return entry
 
 
-def parse(payload: bytes, received_at: float, assets: Assets) -> Announcement:
-    """The announcement of ``payload`` if this daemon can play it; raises PayloadError saying why not."""
+def parse(payload: bytes, received_at: float, assets: Assets,
+          new_id: Callable[[], str] | None = None) -> Announcement:
+    """The announcement of ``payload`` if this daemon can play it; raises PayloadError saying why not.
+
+    ``new_id``: the id of an announcement that names none (default: a random one).
+    """
     q = assets.config.queue
-    ann = Announcement.from_payload(payload, now=received_at,
-                                    limits=AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority))
+    limits = AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
+    ann = (Announcement.from_payload(payload, now=received_at, limits=limits) if new_id is None
+           else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id))
     if ann.text is not None and looks_like_ssml(ann.text):
         try:
             parse_ssml(ann.text, assets.config.normalize)
@@ -104,6 +110,25 @@ def parse(payload: bytes, received_at: float, assets: Assets) -> Announcement:
         if name is not None and name not in assets.clips:
             raise PayloadError(f"unknown {kind} {name!r}")
     return ann
+
+
+def message_id(msg: Inbound, scheduler: Scheduler, now: float) -> str:
+    """The id of an announcement that names none (plain text, JSON without `id`): 16 hex digits.
+
+    The same for every delivery of one MQTT message, so a redelivery after an
+    acknowledgement was lost (broker outage, restart: issue 13) is recognised as
+    a duplicate: a digest of topic, packet id and payload.  The broker reuses
+    packet ids (after 65535 messages, or from 1 when it lost the session), so a
+    first delivery (DUP flag clear) whose digest is already known is a new
+    message that happens to look like an old one: it gets an id of its own.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    for part in (msg.topic.encode("utf-8", "surrogatepass"), str(msg.ack.mid).encode(), msg.payload):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    if not msg.dup and scheduler.is_duplicate(digest.hexdigest(), now):
+        digest.update(repr(msg.received_at).encode())
+    return digest.hexdigest()
 
 
 def preempts(new: Announcement, playing: Announcement) -> bool:
@@ -130,4 +155,4 @@ def guess_id(payload: bytes) -> str:
     return ident[:128] if isinstance(ident, str) else ""
 
 
-__all__ = ["admit", "expire", "guess_id", "parse", "preempts"]
+__all__ = ["admit", "expire", "guess_id", "message_id", "parse", "preempts"]
