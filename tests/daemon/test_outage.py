@@ -122,7 +122,7 @@ def test_outage_plays_each_plain_text_once(own_broker: OwnBroker, alsa_capture: 
     try:
         for text in TEXTS:
             probe.publish(text)
-        _wait(lambda: len(voice.calls) >= 1, 10, "the first synthesis")
+        _wait(lambda: len(_said(voice)) >= 1, 10, "the first synthesis")
         own_broker.stop()  # every acknowledgement from now on is lost
         _wait(lambda: not rig.daemon.link.connected, 10, "the daemon to see the outage")
         outage = time.time()  # statuses made from now on are the outage's
@@ -154,7 +154,7 @@ def test_dedup_memory_survives_a_daemon_restart(own_broker: OwnBroker, alsa_capt
     probe = Probe(own_broker.broker, "test", "restart", session="restart-probe")
     try:
         probe.publish(TEXTS[0])
-        _wait(lambda: len(first_voice.calls) == 1, 10, "the synthesis")
+        _wait(lambda: len(_said(first_voice)) == 1, 10, "the synthesis")
         own_broker.stop()
         _wait(lambda: len(rig.daemon.scheduler.memory) == 1, 20, "the announcement to end")
         assert rig.stop() == 0  # the daemon goes too, its acknowledgement never sent
