@@ -119,6 +119,10 @@ class MqttSettings:
     """Folder of the intake journal (a message that crashed the daemon twice is rejected as poison);
     None = `$CACHE_DIRECTORY/intake` under systemd, else no journal."""
 
+    takeover_backoff_s: float = 60.0
+    """Seconds to wait before reconnecting once another client with this client id keeps taking the
+    session over (a second daemon with the same device id; issue 13)."""
+
     tls: TlsSettings = field(default_factory=TlsSettings)
 
     def validate(self) -> None:
@@ -142,3 +146,5 @@ class MqttSettings:
             raise FieldError(("password_credential",), "a credential name has no '/'")
         if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
             raise FieldError(("reconnect_min_s",), "need 0 < reconnect_min_s <= reconnect_max_s")
+        if not 1 <= self.takeover_backoff_s <= 3600:
+            raise FieldError(("takeover_backoff_s",), "must be 1-3600 seconds")

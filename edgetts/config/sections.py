@@ -165,6 +165,10 @@ class QueueSettings:
     dedup_window_s: float = 3600.0
     """Seconds an announcement id is remembered, so a duplicate plays once."""
 
+    state_dir: str | None = None
+    """Folder of the dedup memory (`dedup.jsonl`), so a redelivery after a restart plays once;
+    None = `$STATE_DIRECTORY` under systemd (StateDirectory=), else the ids are kept in RAM only."""
+
     max_text_chars: int = 2000
     """Longest text accepted, characters."""
 
@@ -182,6 +186,13 @@ class QueueSettings:
             raise FieldError(("max_text_chars",), "must be 1-100000")
         if not 1 <= self.max_repeat <= 100:
             raise FieldError(("max_repeat",), "must be 1-100")
+
+    def resolved_state_dir(self) -> Path | None:
+        """The folder of the dedup memory, or None when it is kept in RAM only."""
+        if self.state_dir is not None:
+            return Path(self.state_dir)
+        systemd = os.environ.get("STATE_DIRECTORY")
+        return Path(systemd.split(":")[0]) if systemd else None
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ Whether a new entry interrupts the one playing is decided here too
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
@@ -53,7 +54,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
                       intake.deaths)
         _refuse(msg, events, f"poison: the daemon died {intake.deaths} times while reading this message")
     else:
-        read = _read(msg, assets, events)
+        read = _read(msg, assets, scheduler, events)
         if read is not None:
             entry = _place(msg, read, assets, scheduler, in_hand, events)
     if journal is not None and intake is not None:
@@ -61,14 +62,16 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     return entry
 
 
-def _read(msg: Inbound, assets: Assets, events: Events) -> tuple[Announcement, Prepared | None] | None:
+def _read(msg: Inbound, assets: Assets, scheduler: Scheduler,
+          events: Events) -> tuple[Announcement, Prepared | None] | None:
     """The announcement of ``msg`` and its text prepared; None when it was refused (said and acknowledged)."""
     if msg.retain and not assets.config.mqtt.accept_retained:
         # It would play again on every restart and reconnect (issue 13).
         _refuse(msg, events, "retained message on an announce topic (mqtt/accept_retained is off)")
         return None
     try:
-        return parse(msg.payload, msg.received_at, assets)
+        now = time.time()
+        return parse(msg.payload, msg.received_at, assets, new_id=lambda: message_id(msg, scheduler, now))
     except PayloadError as exc:
         reason = str(exc)
     except Exception as exc:  # a bug, not the publisher's: still rejected, never a crash loop
@@ -136,12 +139,17 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> En
     return entry
 
 
-def parse(payload: bytes, received_at: float, assets: Assets) -> tuple[Announcement, Prepared | None]:
+def parse(payload: bytes, received_at: float, assets: Assets,
+          new_id: Callable[[], str] | None = None) -> tuple[Announcement, Prepared | None]:
     """The announcement of ``payload`` if this daemon can play it, and its text prepared (None
-    without text); raises PayloadError saying why not."""
+    without text); raises PayloadError saying why not.
+
+    ``new_id``: the id of an announcement that names none (default: a random one).
+    """
     q = assets.config.queue
-    ann = Announcement.from_payload(payload, now=received_at,
-                                    limits=AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority))
+    limits = AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
+    ann = (Announcement.from_payload(payload, now=received_at, limits=limits) if new_id is None
+           else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id))
     text = None if ann.text is None else prepared(ann.text, assets)
     configured = assets.config.all_voices()
     if ann.voice is not None and ann.voice not in configured:
@@ -159,6 +167,25 @@ def prepared(text: str, assets: Assets) -> Prepared:
         return prepare_text(text, assets.text)
     except SSMLError as exc:  # rejected now, never read aloud as tags later
         raise PayloadError(f"bad SSML: {exc}") from None
+
+
+def message_id(msg: Inbound, scheduler: Scheduler, now: float) -> str:
+    """The id of an announcement that names none (plain text, JSON without `id`): 16 hex digits.
+
+    The same for every delivery of one MQTT message, so a redelivery after an
+    acknowledgement was lost (broker outage, restart: issue 13) is recognised as
+    a duplicate: a digest of topic, packet id and payload.  The broker reuses
+    packet ids (after 65535 messages, or from 1 when it lost the session), so a
+    first delivery (DUP flag clear) whose digest is already known is a new
+    message that happens to look like an old one: it gets an id of its own.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    for part in (msg.topic.encode("utf-8", "surrogatepass"), str(msg.ack.mid).encode(), msg.payload):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    if not msg.dup and scheduler.is_duplicate(digest.hexdigest(), now):
+        digest.update(repr(msg.received_at).encode())
+    return digest.hexdigest()
 
 
 def preempts(new: Announcement, playing: Announcement) -> bool:
@@ -191,4 +218,4 @@ def guess_id(payload: bytes) -> str:
     return escape(ident[:128], 160) if isinstance(ident, str) else ""
 
 
-__all__ = ["admit", "expire", "guess_id", "parse", "preempts", "prepared"]
+__all__ = ["admit", "expire", "guess_id", "message_id", "parse", "preempts", "prepared"]

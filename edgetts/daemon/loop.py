@@ -47,6 +47,7 @@ from edgetts.daemon.assets import (
     memory_problem,
 )
 from edgetts.daemon.clips import ClipLibrary
+from edgetts.daemon.dedup import open_dedup_memory
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.keepalive import KEEPALIVE_TEXT, Keepalive
@@ -124,9 +125,10 @@ class Daemon:
         self._opts = options or DaemonOptions()
         self._notifier = self._opts.notifier or Notifier()
         self._inbox: queue.Queue[Any] = queue.Queue()
-        self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s)
         self._assets = Assets(config)
         self._health = Health()
+        self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s,
+                                   open_dedup_memory(config.queue, self._health))
         self._events = Events(self._health)
         self._journal = IntakeJournal(journal_folder(config.mqtt.journal_dir))  # start-up config, as mqtt/*
         # Placement is decided once, from the start-up config (a change needs a restart).
@@ -391,6 +393,7 @@ class Daemon:
         if self._playout.player is not None:
             self._playout.player.close()
         self._synth.close()
+        self.scheduler.memory.close()
         _LOGGER.info("stopped")
 
 

@@ -30,6 +30,7 @@ from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
 from edgetts.daemon.messages import Event, Status
+from edgetts.daemon.takeover import TakeoverWatch
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ class MqttLink:
         self._client: mqtt.Client | None = None
         self._use_v5 = config.mqtt.protocol in ("auto", "5")
         self.connected = False
+        self._takeover = TakeoverWatch(config.client_id, config.device.id, config.mqtt.takeover_backoff_s)
+        self._stable_timer: threading.Timer | None = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -147,6 +150,8 @@ class MqttLink:
         client.disconnect()
         client.loop_stop()
         self._client = None
+        if self._stable_timer is not None:
+            self._stable_timer.cancel()
 
     def _make_client(self, generation: int) -> mqtt.Client:
         cfg, m = self._config, self._config.mqtt
@@ -171,7 +176,7 @@ class MqttLink:
         # after CONNACK, before any subscribe() (system recipe §1).
         client.on_message = lambda c, u, msg: self._handle_message(generation, msg)
         client.on_connect = lambda c, u, flags, rc, props: self._handle_connect(generation, c, flags, rc)
-        client.on_disconnect = lambda c, u, flags, rc, props: self._handle_disconnect(generation, rc)
+        client.on_disconnect = lambda c, u, flags, rc, props: self._handle_disconnect(generation, c, rc)
         client.on_socket_open = lambda c, u, sock: _send_small_packets_now(sock)
         return client
 
@@ -203,18 +208,59 @@ class MqttLink:
         topics = [(t, 1) for t in self._config.announce_topics]
         client.subscribe(topics)
         session = getattr(flags, "session_present", False)
-        _LOGGER.info("MQTT connected (session present: %s); subscribed to %s", session,
-                     ", ".join(t for t, _ in topics))
-        self._on_connection(True, "connected")
+        with self._lock:
+            self._takeover.connected(time.monotonic())
+            twin = self._takeover.reason
+        # In a takeover episode every reconnect is expected: logged once, when it began.
+        (_LOGGER.debug if twin else _LOGGER.info)(
+            "MQTT connected (session present: %s); subscribed to %s", session, ", ".join(t for t, _ in topics))
+        if twin is None:
+            self._on_connection(True, "connected")
+            return
+        self._on_connection(False, twin)  # still degraded until the connection holds
+        self._watch_stability(generation)
 
-    def _handle_disconnect(self, generation: int, rc: object) -> None:
+    def _handle_disconnect(self, generation: int, client: mqtt.Client, rc: object) -> None:
         if generation != self._generation:
             return
         was = self.connected
         self.connected = False
-        if was:
+        if not getattr(rc, "is_failure", True):
+            return  # our own disconnect(): stop() or the protocol fallback
+        with self._lock:
+            twin = self._takeover.disconnected(time.monotonic(), getattr(rc, "value", None))
+        if twin is not None:
+            backoff = max(1, round(self._config.mqtt.takeover_backoff_s))
+            client.reconnect_delay_set(backoff, backoff)
+            if twin.first:
+                _LOGGER.error("MQTT: %s", twin.reason)
+            else:
+                _LOGGER.debug("MQTT disconnected again (session taken over): %s", rc)
+            self._on_connection(False, twin.reason)
+        elif was:
             _LOGGER.warning("MQTT disconnected: %s", rc)
             self._on_connection(False, f"disconnected: {rc}")
+
+    def _watch_stability(self, generation: int) -> None:
+        """End the takeover episode once this connection has held for twice the back-off."""
+        if self._stable_timer is not None:
+            self._stable_timer.cancel()
+        delay = 2 * self._config.mqtt.takeover_backoff_s + 0.1
+        self._stable_timer = threading.Timer(delay, self._check_stable, (generation,))
+        self._stable_timer.daemon = True
+        self._stable_timer.start()
+
+    def _check_stable(self, generation: int) -> None:
+        client = self._client
+        if client is None or generation != self._generation or not self.connected:
+            return
+        with self._lock:
+            ended = self._takeover.stable(time.monotonic())
+        if ended:
+            m = self._config.mqtt
+            client.reconnect_delay_set(max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s))))
+            _LOGGER.info("MQTT connection stable again: no other client took the session over")
+            self._on_connection(True, "connected")
 
     def _fallback(self) -> None:
         client = self._client
@@ -235,15 +281,22 @@ class MqttLink:
         client = self._client
         if client is None or handle.generation != self._generation or handle.qos == 0:
             return
+        if not self.connected:
+            # paho accepts it and then drops it with the connection: the broker delivers the
+            # message again (DUP set, same packet id), and admission knows it played (issue 13).
+            _LOGGER.debug("ack of mid %d lost (not connected): a redelivery will be dropped", handle.mid)
         rc = client.ack(handle.mid, handle.qos)
         if rc != mqtt.MQTT_ERR_SUCCESS:
-            # Not connected: the broker redelivers it and the dedup table drops it.
             _LOGGER.debug("ack of mid %d not sent: %s", handle.mid, rc)
 
     def publish_event(self, event: Event) -> None:
         self._publish(self._config.events_topic, event.to_payload(), retain=False)
 
     def publish_status(self, status: Status) -> None:
+        """The retained status; dropped while disconnected, since paho would queue every one and send
+        the stale burst after the reconnect (issue 13): the loop publishes the current one then."""
+        if not self.connected:
+            return
         self._publish(self._config.status_topic, status.to_payload(), retain=True)
 
     def _publish(self, topic: str, payload: bytes, *, retain: bool) -> None:

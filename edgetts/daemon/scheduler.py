@@ -2,7 +2,8 @@
 
 Bounded, expiring, deduplicating by id.  Pure data structure: no threads, no
 clock of its own (every call takes ``now``, Unix seconds), so the daemon's one
-loop owns it and tests drive it directly.
+loop owns it and tests drive it directly.  The ids that ended are kept in a
+:class:`~edgetts.daemon.dedup.DedupMemory`, which may be on disk (issue 13).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgetts.daemon.dedup import DedupMemory
 from edgetts.daemon.messages import Announcement
 from edgetts.text.prepare import Prepared
 
@@ -72,13 +74,22 @@ class Admission:
 class Scheduler:
     """Priority queue of :class:`Entry`, FIFO per priority, bounded, deduplicating."""
 
-    def __init__(self, max_length: int, dedup_window_s: float) -> None:
+    def __init__(self, max_length: int, dedup_window_s: float, memory: DedupMemory | None = None) -> None:
         self.max_length = max_length
-        self.dedup_window_s = dedup_window_s
         self._queue: list[Entry] = []  # sorted by Entry.key
         self._seq = itertools.count()
         self._active: set[str] = set()  # ids queued or playing
-        self._done: dict[str, float] = {}  # id -> Unix seconds it ended
+        self._done = memory if memory is not None else DedupMemory(dedup_window_s, now=0.0)
+        self._done.window_s = dedup_window_s
+
+    @property
+    def dedup_window_s(self) -> float:
+        return self._done.window_s
+
+    @property
+    def memory(self) -> DedupMemory:
+        """The ids that ended (within the dedup window)."""
+        return self._done
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -89,7 +100,7 @@ class Scheduler:
     def reconfigure(self, max_length: int, dedup_window_s: float) -> None:
         """New limits; entries already queued stay even if over the new bound."""
         self.max_length = max_length
-        self.dedup_window_s = dedup_window_s
+        self._done.window_s = dedup_window_s
 
     def is_duplicate(self, ident: str, now: float) -> bool:
         self._forget(now)
@@ -144,8 +155,8 @@ class Scheduler:
         within the dedup window is ignored; False (it failed) lets a retry through.
         """
         self._active.discard(ident)
-        if remember and self.dedup_window_s > 0:
-            self._done[ident] = now
+        if remember:
+            self._done.remember(ident, now)
 
     def drain(self) -> list[Entry]:
         """Remove and return every queued entry."""
@@ -153,6 +164,4 @@ class Scheduler:
         return out
 
     def _forget(self, now: float) -> None:
-        horizon = now - self.dedup_window_s
-        if self._done and next(iter(self._done.values())) < horizon:
-            self._done = {k: t for k, t in self._done.items() if t >= horizon}
+        self._done.forget_old(now)

@@ -16,7 +16,9 @@ from support.broker import Broker
 class Probe:
     """A test MQTT client: publishes announcements, records events and status."""
 
-    def __init__(self, broker: Broker, prefix: str, device: str) -> None:
+    def __init__(self, broker: Broker, prefix: str, device: str, *, session: str | None = None) -> None:
+        """``session``: a client id with a persistent session, so events published while the
+        broker was down (restarted with persistence) still arrive after it is back."""
         import paho.mqtt.client as mqtt
         from paho.mqtt.enums import CallbackAPIVersion
 
@@ -24,7 +26,11 @@ class Probe:
         self.events: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
         self._cond = threading.Condition()
-        self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"probe-{os.getpid()}-{id(self)}")
+        if session is None:
+            self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"probe-{os.getpid()}-{id(self)}")
+        else:
+            self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=session, clean_session=False)
+            self._client.reconnect_delay_set(1, 1)
         self._client.on_message = self._on_message
         connected = queue.Queue[bool]()
         self._client.on_connect = lambda c, u, f, rc, p: connected.put(not rc.is_failure)
@@ -69,6 +75,9 @@ class Probe:
         self.wait(lambda p: any(pred(s) for s in p.statuses), timeout, "status")
         with self._cond:
             return next(s for s in reversed(self.statuses) if pred(s))
+
+    def is_connected(self) -> bool:
+        return bool(self._client.is_connected())
 
     def close(self) -> None:
         self._client.disconnect()
