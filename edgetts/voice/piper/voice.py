@@ -22,10 +22,11 @@ import numpy as np
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import TextOptions
-from edgetts.voice.onnx_session import RuntimeOptions, create_session
+from edgetts.voice.onnx_session import RuntimeOptions, create_session, return_free_heap, run_options
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.model_config import PiperVoiceConfig
+from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
 from edgetts.voice.piper.split_cache import open_split
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
 from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
@@ -57,17 +58,21 @@ class PiperVoice:
         tail_session: Any = None,
         flow_session: Any = None,
         streaming: StreamingOptions | None = None,
+        max_sentence_ids: int = MAX_SENTENCE_IDS,
+        run: Any = None,
     ) -> None:
         """``session`` runs the whole model, or, with ``split``, its front (``flow_session`` the
         flow, ``tail_session`` the decoder); ``streaming`` (needs ``split``) makes
-        :meth:`synthesize` yield windows."""
+        :meth:`synthesize` yield windows; ``max_sentence_ids``: the most ids of one run (a
+        longer sentence is spoken in pieces); ``run``: the ``RunOptions`` of every run."""
         self._name = name
         self.split = split
         self._tail = tail_session
         self._flow = flow_session
         self.streaming = streaming if split is not None else None
         self.config = config
-        self.frontend = PiperFrontend(config, text)
+        self.frontend = PiperFrontend(config, text, max_ids=max_sentence_ids)
+        self._run_options = run
         self.session = session
         self.model_path = model_path
         inputs = {i.name for i in session.get_inputs()}
@@ -91,6 +96,7 @@ class PiperVoice:
         text: TextOptions | None = None,
         cache_dir: Path | None = None,
         streaming: StreamingOptions | bool | None = None,
+        max_sentence_ids: int = MAX_SENTENCE_IDS,
     ) -> PiperVoice:
         """Load ``model_path`` and its ``.onnx.json`` (beside it unless given).
 
@@ -100,6 +106,8 @@ class PiperVoice:
         few tens of ms (True: default :class:`StreamingOptions`).  A graph that
         cannot be split is spoken whole-sentence (logged once).  Off by
         default: whole-sentence chunks normalised per sentence, like piper-tts.
+        ``max_sentence_ids``: a sentence of more input ids is spoken in pieces
+        (:mod:`.pieces`: what a run costs per id).
         """
         model_path = Path(model_path)
         if config_path is None:
@@ -118,10 +126,12 @@ class PiperVoice:
                 models, front, flow, tail = split
                 _LOGGER.debug("loaded %s (split) in %.3f s", model_path, time.perf_counter() - started)
                 return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
-                                  flow_session=flow, streaming=options)
+                                  flow_session=flow, streaming=options, max_sentence_ids=max_sentence_ids,
+                                  run=run_options(runtime))
         session = create_session(model_path, runtime, cache_dir=cache_dir)
         _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
-        return PiperVoice(voice_name, config, session, model_path, text)
+        return PiperVoice(voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids,
+                          run=run_options(runtime))
 
     @property
     def name(self) -> str:
@@ -170,7 +180,7 @@ class PiperVoice:
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
         """The one place a model runs."""
         try:
-            return list(session.run(outputs, feeds))
+            return list(session.run(outputs, feeds, self._run_options))
         except Exception as err:
             raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
 
@@ -316,8 +326,18 @@ class PiperVoice:
 
         Whole-sentence: one chunk per sentence (and per pause).  Streaming
         (``stream``, default: the voice's setting): several chunks per
-        sentence, the last with ``is_last_in_sentence``.
+        sentence, the last with ``is_last_in_sentence``.  A sentence longer
+        than ``max_sentence_ids`` is several sentences (its pieces), so a
+        consumer that stops between chunks stops within one bounded run.
         """
+        try:
+            yield from self._synthesize(text, config, stream)
+        finally:
+            # Finished or abandoned: what its runs freed goes back to the system, not only
+            # to this process's heap (issue 13: a long text's peak stayed for good).
+            return_free_heap()
+
+    def _synthesize(self, text: str, config: SynthesisConfig | None, stream: bool | None) -> Iterator[AudioChunk]:
         config = config or SynthesisConfig()
         streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
