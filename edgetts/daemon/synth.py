@@ -14,7 +14,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -29,6 +29,13 @@ _LOGGER = logging.getLogger(__name__)
 
 #: Position (repeat, sentence) of a fallback clip in a job: after every sentence of its repeat.
 FALLBACK_SENTENCE = 10**6
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A voice whose model run can be ended from another thread (Piper voices)."""
+
+    def interrupt(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,9 @@ class Synthesizer:
         self._prefetched: tuple[tuple[str, int, str], Iterator[AudioChunk]] | None = None
         self._setup = setup
         self.keepalive = keepalive
+        self._lock = threading.Lock()
+        self._current: SynthRequest | None = None
+        """The request being synthesized (guarded by ``_lock``: :meth:`abandon` reads it)."""
 
     @property
     def thread(self) -> threading.Thread:
@@ -104,6 +114,19 @@ class Synthesizer:
 
     def submit(self, request: SynthRequest | Prefetch) -> None:
         self._requests.put(request)
+
+    def abandon(self, job: PlaybackJob) -> None:
+        """From the loop: ``job`` was stopped (preempted), so the model run working for it ends now.
+
+        Otherwise the thread sees the stop only between chunks, after the piece in hand
+        (up to ~1 s here, several on a Pi) while the emergency waits (issue 13).  Under the
+        lock, so the run ended is one of ``job``'s, never one of the request after it.
+        """
+        with self._lock:
+            current = self._current
+            if current is not None and current.job is job and isinstance(current.voice, Interruptible):
+                if current.voice.interrupt():
+                    _LOGGER.debug("synthesis for %s interrupted", job.token.id)
 
     def close(self, timeout: float = 2.0) -> None:
         self._requests.put(None)
@@ -134,6 +157,8 @@ class Synthesizer:
             job = request.job
             if job.stop_requested or job.closed:
                 continue
+            with self._lock:
+                self._current = request
             try:
                 self._synthesize(request)
             except UnspeakableTextError as exc:
@@ -143,12 +168,17 @@ class Synthesizer:
             except Exception as exc:  # a bug or a broken model must not kill the daemon
                 _LOGGER.exception("synthesis failed")
                 self._failed(request, "synthesis_error", f"synthesis failed: {type(exc).__name__}: {exc}")
+            finally:
+                with self._lock:
+                    self._current = None
 
     def _failed(self, req: SynthRequest, reason: str, detail: str) -> None:
         job = req.job
         if job.closed:  # the deadline's fallback got there first
             return
         clip = req.fallback
+        if job.stop_requested:
+            _LOGGER.debug("synthesis for %s abandoned: %s", job.token.id, detail)
         if clip is None or job.stop_requested:  # (an interrupted one is not replaced)
             job.fail(detail)
             return
@@ -242,5 +272,5 @@ def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioCh
     return cache.put(key, rate, sentences, text)
 
 
-__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Prefetch", "SynthRequest", "Synthesizer", "gained",
+__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Interruptible", "Prefetch", "SynthRequest", "Synthesizer", "gained",
            "join_sentences", "store_play"]

@@ -14,11 +14,13 @@ import ctypes.util
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import onnxruntime as ort
 
 from edgetts.errors import VoiceError
@@ -116,13 +118,45 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     return so
 
 
-def run_options(options: RuntimeOptions) -> ort.RunOptions | None:
-    """What every run of a session built from ``options`` is given (None: onnxruntime's defaults)."""
-    if not (options.memory_arena and options.arena_shrinkage):
-        return None
+def run_options(options: RuntimeOptions) -> ort.RunOptions:
+    """New options for one run of a session built from ``options``."""
     run = ort.RunOptions()
-    run.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    if options.memory_arena and options.arena_shrinkage:
+        run.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     return run
+
+
+class Runs:
+    """The runs of one model's sessions: each with :func:`run_options`, and endable from another thread.
+
+    Ending a run is onnxruntime's own ``RunOptions.terminate``, checked before each
+    operator: a preempted announcement's synthesis stops within an operator or two,
+    not at the end of its sentence (issue 13).  Each run has its own options, so an
+    interrupt that comes after its run returned never ends a later one.
+    """
+
+    def __init__(self, options: RuntimeOptions) -> None:
+        self._options = options
+        self._lock = threading.Lock()
+        self._running: set[ort.RunOptions] = set()
+
+    def run(self, session: ort.InferenceSession, outputs: list[str] | None,
+            feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        run = run_options(self._options)
+        with self._lock:
+            self._running.add(run)
+        try:
+            return list(session.run(outputs, feeds, run))
+        finally:
+            with self._lock:
+                self._running.discard(run)
+
+    def interrupt(self) -> bool:
+        """End the runs under way (they raise); False if none was."""
+        with self._lock:
+            for run in self._running:
+                run.terminate = True
+            return bool(self._running)
 
 
 def _new_session(source: str | bytes, so: ort.SessionOptions, lock: bool = False) -> ort.InferenceSession:

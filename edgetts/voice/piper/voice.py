@@ -22,7 +22,8 @@ import numpy as np
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import TextOptions
-from edgetts.voice.onnx_session import RuntimeOptions, create_session, return_free_heap, run_options
+from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
+from edgetts.voice.piper.check_feeds import check_feeds
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.model_config import PiperVoiceConfig
@@ -34,11 +35,6 @@ from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windo
 _LOGGER = logging.getLogger(__name__)
 
 _REQUIRED_INPUTS = ("input", "input_lengths", "scales")
-# Sentences that check a split graph and measure a voice's streaming gain (docs/streaming.md).
-_CHECK_TEXT = (
-    "Attention please. The next train to arrive at platform two is the service to Edinburgh. "
-    "Please stand clear of the closing doors. Mind the gap!"
-)
 _LONG_FLOW_FRAMES = 512
 """Fast start: a spliced sentence longer than this (~6 s) gets a short flow run before the whole one."""
 
@@ -59,12 +55,12 @@ class PiperVoice:
         flow_session: Any = None,
         streaming: StreamingOptions | None = None,
         max_sentence_ids: int = MAX_SENTENCE_IDS,
-        run: Any = None,
+        runtime: RuntimeOptions | None = None,
     ) -> None:
         """``session`` runs the whole model, or, with ``split``, its front (``flow_session`` the
         flow, ``tail_session`` the decoder); ``streaming`` (needs ``split``) makes
         :meth:`synthesize` yield windows; ``max_sentence_ids``: the most ids of one run (a
-        longer sentence is spoken in pieces); ``run``: the ``RunOptions`` of every run."""
+        longer sentence is spoken in pieces); ``runtime``: how its runs run (:class:`Runs`)."""
         self._name = name
         self.split = split
         self._tail = tail_session
@@ -72,7 +68,7 @@ class PiperVoice:
         self.streaming = streaming if split is not None else None
         self.config = config
         self.frontend = PiperFrontend(config, text, max_ids=max_sentence_ids)
-        self._run_options = run
+        self._runs = Runs(runtime or RuntimeOptions())
         self.session = session
         self.model_path = model_path
         inputs = {i.name for i in session.get_inputs()}
@@ -120,18 +116,18 @@ class PiperVoice:
         voice_name = name or model_path.name.removesuffix(".onnx")
         options = StreamingOptions() if streaming is True else (streaming or None)
         if options is not None:
-            split = open_split(model_path, runtime, cache_dir, lambda: _check_feeds(config),
+            split = open_split(model_path, runtime, cache_dir, lambda: check_feeds(config),
                                margin=options.margin, flow_margin=options.flow_margin)
             if split is not None:
                 models, front, flow, tail = split
                 _LOGGER.debug("loaded %s (split) in %.3f s", model_path, time.perf_counter() - started)
                 return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
                                   flow_session=flow, streaming=options, max_sentence_ids=max_sentence_ids,
-                                  run=run_options(runtime))
+                                  runtime=runtime)
         session = create_session(model_path, runtime, cache_dir=cache_dir)
         _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
         return PiperVoice(voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids,
-                          run=run_options(runtime))
+                          runtime=runtime)
 
     @property
     def name(self) -> str:
@@ -180,9 +176,14 @@ class PiperVoice:
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
         """The one place a model runs."""
         try:
-            return list(session.run(outputs, feeds, self._run_options))
+            return self._runs.run(session, outputs, feeds)
         except Exception as err:
             raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
+
+    def interrupt(self) -> bool:
+        """From another thread: end the model run under way at its next operator, so the
+        :meth:`synthesize` running it raises :class:`SynthesisError`; False if none was running."""
+        return self._runs.interrupt()
 
     def _checked(self, output: np.ndarray) -> np.ndarray:
         audio = np.asarray(output, dtype=np.float32).reshape(-1)
@@ -379,23 +380,6 @@ class PiperVoice:
             is_last_in_sentence=True,
             phoneme_ids=tuple(ids),
         )
-
-
-def _check_feeds(config: PiperVoiceConfig) -> list[dict[str, np.ndarray]]:
-    """Model inputs of the check sentences at noise 0 (deterministic), for the graph split."""
-    frontend = PiperFrontend(config, TextOptions(normalize=False))
-    scales = np.array([0.0, config.length_scale, 0.0], dtype=np.float32)
-    feeds: list[dict[str, np.ndarray]] = []
-    for ids in frontend.sentence_ids(_CHECK_TEXT):
-        feed: dict[str, np.ndarray] = {
-            "input": np.array([ids], dtype=np.int64),
-            "input_lengths": np.array([len(ids)], dtype=np.int64),
-            "scales": scales,
-        }
-        if config.num_speakers > 1:
-            feed["sid"] = np.array([config.default_speaker_id], dtype=np.int64)
-        feeds.append(feed)
-    return feeds
 
 
 def _preview(text: str, limit: int = 40) -> str:
