@@ -38,6 +38,13 @@ class Interruptible(Protocol):
     def interrupt(self) -> bool: ...
 
 
+@runtime_checkable
+class Resumable(Protocol):
+    """A voice that can start a text at one of its sentences without running those before (Piper)."""
+
+    def synthesize_from(self, text: str, config: SynthesisConfig | None, first: int) -> Iterator[AudioChunk]: ...
+
+
 @dataclass(frozen=True)
 class FallbackUsed:
     """To the loop: the synthesis thread handed ``job`` its fallback clip."""
@@ -200,12 +207,18 @@ class Synthesizer:
             return
         self._prefetched = (req.key, itertools.chain([first], chunks))
 
-    def _chunks(self, req: SynthRequest) -> Iterator[AudioChunk]:
+    def _chunks(self, req: SynthRequest, skip: int) -> Iterator[AudioChunk]:
+        """The chunks of one play of ``req``'s text; with ``skip``, from that sentence on (or all of
+        them, for a voice that cannot skip: the caller drops those before)."""
         assert req.voice is not None and req.text is not None
         held, self._prefetched = self._prefetched, None
         key = (req.job.token.id, id(req.voice), req.text)
         if held is not None and held[0] == key and req.start == (0, 0):
             return held[1]
+        if skip and isinstance(req.voice, Resumable):
+            # A long text preempted at its 30th piece would else redo 29 pieces before
+            # speaking again, past its deadline: its fallback clip would replace it (issue 13).
+            return iter(req.voice.synthesize_from(req.text, req.config, skip))
         return iter(req.voice.synthesize(req.text, req.config))
 
     def _synthesize(self, req: SynthRequest) -> None:
@@ -223,7 +236,7 @@ class Synthesizer:
                         return
                 continue
             pieces: list[AudioChunk] = []
-            for chunk in self._chunks(req):
+            for chunk in self._chunks(req, skip):
                 if job.stop_requested:
                     return
                 pieces.append(chunk)
@@ -272,5 +285,5 @@ def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioCh
     return cache.put(key, rate, sentences, text)
 
 
-__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Interruptible", "Prefetch", "SynthRequest", "Synthesizer", "gained",
-           "join_sentences", "store_play"]
+__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Interruptible", "Prefetch", "Resumable", "SynthRequest",
+           "Synthesizer", "gained", "join_sentences", "store_play"]

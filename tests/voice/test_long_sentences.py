@@ -83,6 +83,15 @@ def test_a_long_sentence_is_cut_at_its_commas_first(default_voice) -> None:  # t
         assert all(w == one for w in words), "a piece ended inside a clause"
 
 
+def test_synthesis_from_a_piece_is_the_rest_of_the_whole(default_voice) -> None:  # type: ignore[no-untyped-def]
+    text = WORDS[:900] + ". Mind the gap."
+    whole = list(default_voice.synthesize(text, ZERO_NOISE))
+    assert len(whole) > 5
+    rest = list(default_voice.synthesize_from(text, ZERO_NOISE, 4))
+    assert [c.sentence_index for c in rest] == [c.sentence_index for c in whole[4:]]
+    assert all(np.array_equal(a.audio, b.audio) for a, b in zip(rest, whole[4:]))
+
+
 def test_hard_limit_without_any_boundary() -> None:
     cost = lambda p: 2  # noqa: E731  (an id and its PAD)
     pieces = split_sentence(list("x" * 1000), cost, 100)

@@ -331,14 +331,22 @@ class PiperVoice:
         than ``max_sentence_ids`` is several sentences (its pieces), so a
         consumer that stops between chunks stops within one bounded run.
         """
+        return self.synthesize_from(text, config, 0, stream=stream)
+
+    def synthesize_from(
+        self, text: str, config: SynthesisConfig | None, first: int, *, stream: bool | None = None
+    ) -> Iterator[AudioChunk]:
+        """:meth:`synthesize`'s chunks from sentence index ``first`` on; those before are planned,
+        not run (a preempted text resumes without redoing the pieces it had played)."""
         try:
-            yield from self._synthesize(text, config, stream)
+            yield from self._synthesize(text, config, stream, first)
         finally:
             # Finished or abandoned: what its runs freed goes back to the system, not only
             # to this process's heap (issue 13: a long text's peak stayed for good).
             return_free_heap()
 
-    def _synthesize(self, text: str, config: SynthesisConfig | None, stream: bool | None) -> Iterator[AudioChunk]:
+    def _synthesize(self, text: str, config: SynthesisConfig | None, stream: bool | None,
+                    first: int) -> Iterator[AudioChunk]:
         config = config or SynthesisConfig()
         streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
@@ -347,6 +355,8 @@ class PiperVoice:
         # Fast start (opt-in) only where first audio waits on it: the text's first sentence.
         first_sentence = next(i for i, item in enumerate(plan) if isinstance(item, Sentence))
         for index, item in enumerate(plan):
+            if index < first:
+                continue
             if isinstance(item, Pause):
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
                 yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
