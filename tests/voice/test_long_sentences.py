@@ -138,7 +138,7 @@ def test_a_long_text_starts_soon_in_bounded_memory(name: str) -> None:
     measured = json.loads(out.strip().splitlines()[-1])
     print(name, measured)
     # Issue 13: "starts within seconds", "under a few hundred MB" (it was 5.9 GB at 9.5 s, no audio yet).
-    # Here at 2 threads: ~1.2 s and ~330 MB; the bounds leave room for a loaded machine.
-    assert measured["first_s"] < 6.0
+    # Here at 2 threads: 0.8-1.9 s and 320-435 MB; the bounds leave room for a loaded machine.
+    assert measured["first_s"] < 10.0
     assert measured["hwm_mb"] < 600
     assert measured["rss_mb"] < 300  # given back after the text was dropped
