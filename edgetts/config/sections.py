@@ -102,6 +102,12 @@ class VoiceModelSettings:
     the encoder run on its first ids only (first audio no longer grows with its length; its
     first words differ slightly from whole-sentence output).  0 = off (exact)."""
 
+    max_sentence_ids: int = 400
+    """Piper voices: the most phoneme ids of one model run; a longer sentence is spoken in
+    pieces cut at commas, then between words, with a comma's pause between (issue 13: one
+    2 KB text without a full stop took 5.9 GB).  Per id ~0.5 MB of peak memory and ~3 ms at
+    2 threads here; 400 (~9 s of speech) leaves every normal sentence whole."""
+
     length_scale: float | None = None
     """Speech duration multiplier (>1 slower); None = the voice's own."""
 
@@ -125,6 +131,8 @@ class VoiceModelSettings:
             raise FieldError(("fast_start_ids",), "must be 0-4096 (0 = off)")
         if self.fast_start_ids and not self.streaming:
             raise FieldError(("fast_start_ids",), "needs streaming: true")
+        if not 32 <= self.max_sentence_ids <= 4096:
+            raise FieldError(("max_sentence_ids",), "must be 32-4096")
         if self.length_scale is not None and not 0.1 <= self.length_scale <= 10:
             raise FieldError(("length_scale",), "must be 0.1-10")
         for name in ("noise_scale", "noise_w"):

@@ -60,7 +60,7 @@ def load_configured_voice(settings: VoiceModelSettings, text: TextOptions,
 
     return load_voice(settings.model, threads=settings.threads, text=text, cores=runtime.cores,
                       lock=runtime.lock, streaming=settings.streaming,
-                      fast_start_ids=settings.fast_start_ids)
+                      fast_start_ids=settings.fast_start_ids, max_sentence_ids=settings.max_sentence_ids)
 
 
 @dataclass(frozen=True)

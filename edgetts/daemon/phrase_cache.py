@@ -130,6 +130,8 @@ def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str | P
         # Streamed audio has a fixed gain per voice (whole sentences: each to full scale) and
         # fast start changes a long first sentence's first words: not the same phrase.
         context.update(streaming=True, fast_start_ids=voice.fast_start_ids)
+    if voice is not None and voice.max_sentence_ids != VoiceModelSettings.max_sentence_ids:
+        context.update(max_sentence_ids=voice.max_sentence_ids)  # (only then: the default's keys stay)
     extra = json.dumps(context, sort_keys=True, ensure_ascii=False)
     return cache_key(voice_name, voice_digest, text.key, settings, extra)
 

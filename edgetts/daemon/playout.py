@@ -212,6 +212,7 @@ class Playout:
             _LOGGER.info("%s interrupts %s", entry.id, cur.entry.id)
             cur.preempted = True
             cur.job.stop()
+            self._synth.abandon(cur.job)  # its model run ends now, not at the end of its piece
             self.current = None  # the next one starts now; the player fades the old one first
         if self.current is not None and self._scheduler.peek() is entry:
             self.prefetch_next()  # it plays next: get its first sentence ready meanwhile

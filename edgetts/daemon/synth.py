@@ -14,7 +14,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -30,6 +30,21 @@ _LOGGER = logging.getLogger(__name__)
 
 #: Position (repeat, sentence) of a fallback clip in a job: after every sentence of its repeat.
 FALLBACK_SENTENCE = 10**6
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A voice whose model run can be ended from another thread (Piper voices)."""
+
+    def interrupt(self) -> bool: ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A voice that can start a text at one of its sentences without running those before (Piper)."""
+
+    def synthesize_from(self, text: str | Prepared, config: SynthesisConfig | None,
+                        first: int) -> Iterator[AudioChunk]: ...
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,9 @@ class Synthesizer:
         self._prefetched: tuple[tuple[str, int, Prepared], Iterator[AudioChunk]] | None = None
         self._setup = setup
         self.keepalive = keepalive
+        self._lock = threading.Lock()
+        self._current: SynthRequest | None = None
+        """The request being synthesized (guarded by ``_lock``: :meth:`abandon` reads it)."""
 
     @property
     def thread(self) -> threading.Thread:
@@ -106,6 +124,19 @@ class Synthesizer:
 
     def submit(self, request: SynthRequest | Prefetch) -> None:
         self._requests.put(request)
+
+    def abandon(self, job: PlaybackJob) -> None:
+        """From the loop: ``job`` was stopped (preempted), so the model run working for it ends now.
+
+        Otherwise the thread sees the stop only between chunks, after the piece in hand
+        (up to ~1 s here, several on a Pi) while the emergency waits (issue 13).  Under the
+        lock, so the run ended is one of ``job``'s, never one of the request after it.
+        """
+        with self._lock:
+            current = self._current
+            if current is not None and current.job is job and isinstance(current.voice, Interruptible):
+                if current.voice.interrupt():
+                    _LOGGER.debug("synthesis for %s interrupted", job.token.id)
 
     def close(self, timeout: float = 2.0) -> None:
         self._requests.put(None)
@@ -136,6 +167,8 @@ class Synthesizer:
             job = request.job
             if job.stop_requested or job.closed:
                 continue
+            with self._lock:
+                self._current = request
             try:
                 self._synthesize(request)
             except UnspeakableTextError as exc:
@@ -145,12 +178,17 @@ class Synthesizer:
             except Exception as exc:  # a bug or a broken model must not kill the daemon
                 _LOGGER.exception("synthesis failed")
                 self._failed(request, "synthesis_error", f"synthesis failed: {type(exc).__name__}: {exc}")
+            finally:
+                with self._lock:
+                    self._current = None
 
     def _failed(self, req: SynthRequest, reason: str, detail: str) -> None:
         job = req.job
         if job.closed:  # the deadline's fallback got there first
             return
         clip = req.fallback
+        if job.stop_requested:
+            _LOGGER.debug("synthesis for %s abandoned: %s", job.token.id, detail)
         if clip is None or job.stop_requested:  # (an interrupted one is not replaced)
             job.fail(detail)
             return
@@ -172,12 +210,18 @@ class Synthesizer:
             return
         self._prefetched = (req.key, itertools.chain([first], chunks))
 
-    def _chunks(self, req: SynthRequest) -> Iterator[AudioChunk]:
+    def _chunks(self, req: SynthRequest, skip: int) -> Iterator[AudioChunk]:
+        """The chunks of one play of ``req``'s text; with ``skip``, from that sentence on (or all of
+        them, for a voice that cannot skip: the caller drops those before)."""
         assert req.voice is not None and req.text is not None
         held, self._prefetched = self._prefetched, None
         key = (req.job.token.id, id(req.voice), req.text)
         if held is not None and held[0] == key and req.start == (0, 0):
             return held[1]
+        if skip and isinstance(req.voice, Resumable):
+            # A long text preempted at its 30th piece would else redo 29 pieces before
+            # speaking again, past its deadline: its fallback clip would replace it (issue 13).
+            return iter(req.voice.synthesize_from(req.text, req.config, skip))
         return iter(req.voice.synthesize(req.text, req.config))
 
     def _synthesize(self, req: SynthRequest) -> None:
@@ -195,7 +239,7 @@ class Synthesizer:
                         return
                 continue
             pieces: list[AudioChunk] = []
-            for chunk in self._chunks(req):
+            for chunk in self._chunks(req, skip):
                 if job.stop_requested:
                     return
                 pieces.append(chunk)
@@ -238,5 +282,5 @@ def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioCh
     return cache.put(key, rate, sentences, text)
 
 
-__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Prefetch", "SynthRequest", "Synthesizer",
-           "join_sentences", "store_play"]
+__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Interruptible", "Prefetch", "Resumable", "SynthRequest",
+           "Synthesizer", "join_sentences", "store_play"]

@@ -14,6 +14,7 @@ from edgetts.text.prepare import TextOptions
 from edgetts.voice.ar.manifest import AR_FORMAT, is_ar_manifest
 from edgetts.voice.model_cache import default_cache_dir
 from edgetts.voice.onnx_session import RuntimeOptions
+from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ def load_voice(
     lock: bool = False,
     streaming: bool = False,
     fast_start_ids: int = 0,
+    max_sentence_ids: int = MAX_SENTENCE_IDS,
 ) -> Voice:
     """Load a voice of any family; errors are one-line :class:`VoiceError`s.
 
@@ -122,7 +124,9 @@ def load_voice(
     (locks the weights in RAM, docs/edge-runtime.md) apply to voices of every
     family, through one :class:`RuntimeOptions`; ``streaming`` decodes Piper voices in windows
     (first audio sooner, docs/streaming.md), ``fast_start_ids`` > 0 with it starts long
-    first sentences from a prefix (``StreamingOptions.fast_start_ids``).
+    first sentences from a prefix (``StreamingOptions.fast_start_ids``); ``max_sentence_ids``
+    (Piper voices) is the most input ids of one run, a longer
+    sentence is spoken in pieces.
     """
     info = resolve_voice(spec)
     runtime = RuntimeOptions(threads=threads, cores=cores, lock=lock)
@@ -139,4 +143,5 @@ def load_voice(
     return PiperVoice.load(
         info.path, runtime=runtime, name=info.name, text=text, cache_dir=default_cache_dir(),
         streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
+        max_sentence_ids=max_sentence_ids,
     )

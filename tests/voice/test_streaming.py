@@ -160,9 +160,9 @@ class _Recorder:
     def __init__(self, session, events: list[object]) -> None:  # type: ignore[no-untyped-def]
         self._session, self._events = session, events
 
-    def run(self, outputs, feeds):  # type: ignore[no-untyped-def]
+    def run(self, outputs, feeds, run_options=None):  # type: ignore[no-untyped-def]
         self._events.append(("front", int(feeds["input"].shape[-1])))
-        return self._session.run(outputs, feeds)
+        return self._session.run(outputs, feeds, run_options)
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self._session, name)

@@ -16,11 +16,16 @@ from dataclasses import dataclass
 from edgetts.text.prepare import Break, Phonemes, Prepared, Segment, TextOptions, prepare
 from edgetts.voice.piper.model_config import BOS, EOS, PAD, PiperVoiceConfig
 from edgetts.voice.piper.phonemize import phonemize
+from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS, MIN_SENTENCE_IDS, PIECE_END, ends_phrase, split_sentence
 
 _LOGGER = logging.getLogger(__name__)
 
 # Phonemes that carry no sound of their own: a sentence of only these is unspeakable.
 _SILENT_PHONEMES = frozenset(" .,:;!?-'\"()")
+PIECE_PAUSE_S = 0.05
+"""Silence between the pieces of a cut sentence.  A piece ends in a comma, after which joe
+gives ~0.2 s of its own and the next piece starts with ~0.07 s: with this, the gap is the
+~0.31 s of a comma inside a sentence (measured at noise 0)."""
 
 
 def _merge_clusters(phonemes: list[str], clusters: frozenset[tuple[str, ...]]) -> list[str]:
@@ -68,9 +73,16 @@ class Pause:
 class PiperFrontend:
     """Text -> phonemes -> model ids for one voice config (no model needed)."""
 
-    def __init__(self, config: PiperVoiceConfig, text: TextOptions | None = None) -> None:
+    def __init__(
+        self, config: PiperVoiceConfig, text: TextOptions | None = None, *, max_ids: int = MAX_SENTENCE_IDS
+    ) -> None:
+        """``max_ids``: the most input ids of one model run; a longer sentence is spoken in
+        pieces (:mod:`.pieces`)."""
+        if max_ids < MIN_SENTENCE_IDS:
+            raise ValueError(f"max_ids must be at least {MIN_SENTENCE_IDS}, not {max_ids}")
         self.config = config
         self.text = text or TextOptions()
+        self.max_ids = max_ids
 
     def _espeak(self, text: str) -> list[list[str]]:
         if self.config.phoneme_type == "text":
@@ -106,7 +118,7 @@ class PiperFrontend:
         def close() -> None:
             if current and is_speakable(current):
                 merged = _merge_clusters(current, self.config.vowel_clusters)
-                plan.append(Sentence(tuple(merged), rate=prosody[0], volume=prosody[1]))
+                plan.extend(self._bounded(Sentence(tuple(merged), rate=prosody[0], volume=prosody[1])))
             current.clear()
 
         for segment in segments:
@@ -133,6 +145,31 @@ class PiperFrontend:
                     close()
         close()
         return plan
+
+    def _id_cost(self, phoneme: str) -> int:
+        """Input ids ``phoneme`` adds to a run (itself and its PAD; none when it is skipped)."""
+        mapped = self.config.phoneme_id_map.get(phoneme)
+        return 0 if mapped is None else len(mapped) + len(self.config.phoneme_id_map[PAD])
+
+    def _bounded(self, sentence: Sentence) -> list[Sentence | Pause]:
+        """``sentence``, or its pieces of at most :attr:`max_ids` ids with a comma's pause between."""
+        id_map = self.config.phoneme_id_map
+        fixed = len(id_map[BOS]) + len(id_map[PAD]) + len(id_map[EOS])
+        if fixed + sum(self._id_cost(p) for p in sentence.phonemes) <= self.max_ids:
+            return [sentence]
+        end = PIECE_END if PIECE_END in id_map else None
+        budget = self.max_ids - fixed - (self._id_cost(end) if end is not None else 0)
+        pieces = [p for p in split_sentence(sentence.phonemes, self._id_cost, budget) if is_speakable(p)]
+        _LOGGER.info("a sentence of %d phonemes is spoken in %d pieces of at most %d ids",
+                     len(sentence.phonemes), len(pieces), self.max_ids)
+        out: list[Sentence | Pause] = []
+        for index, piece in enumerate(pieces):
+            if index:
+                out.append(Pause(PIECE_PAUSE_S))
+            if end is not None and index < len(pieces) - 1 and not ends_phrase(piece):
+                piece = [*piece, end]
+            out.append(Sentence(tuple(piece), rate=sentence.rate, volume=sentence.volume))
+        return out
 
     def phonemize(self, text: str) -> list[list[str]]:
         """Phonemes of each speakable sentence of ``text``."""

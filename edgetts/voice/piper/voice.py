@@ -22,10 +22,12 @@ import numpy as np
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import Prepared, TextOptions
-from edgetts.voice.onnx_session import RuntimeOptions, create_session
+from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
+from edgetts.voice.piper.check_feeds import check_feeds
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.model_config import PiperVoiceConfig
+from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
 from edgetts.voice.piper.split_cache import open_split
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
 from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
@@ -33,11 +35,6 @@ from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windo
 _LOGGER = logging.getLogger(__name__)
 
 _REQUIRED_INPUTS = ("input", "input_lengths", "scales")
-# Sentences that check a split graph and measure a voice's streaming gain (docs/streaming.md).
-_CHECK_TEXT = (
-    "Attention please. The next train to arrive at platform two is the service to Edinburgh. "
-    "Please stand clear of the closing doors. Mind the gap!"
-)
 _LONG_FLOW_FRAMES = 512
 """Fast start: a spliced sentence longer than this (~6 s) gets a short flow run before the whole one."""
 
@@ -57,17 +54,21 @@ class PiperVoice:
         tail_session: Any = None,
         flow_session: Any = None,
         streaming: StreamingOptions | None = None,
+        max_sentence_ids: int = MAX_SENTENCE_IDS,
+        runtime: RuntimeOptions | None = None,
     ) -> None:
         """``session`` runs the whole model, or, with ``split``, its front (``flow_session`` the
         flow, ``tail_session`` the decoder); ``streaming`` (needs ``split``) makes
-        :meth:`synthesize` yield windows."""
+        :meth:`synthesize` yield windows; ``max_sentence_ids``: the most ids of one run (a
+        longer sentence is spoken in pieces); ``runtime``: how its runs run (:class:`Runs`)."""
         self._name = name
         self.split = split
         self._tail = tail_session
         self._flow = flow_session
         self.streaming = streaming if split is not None else None
         self.config = config
-        self.frontend = PiperFrontend(config, text)
+        self.frontend = PiperFrontend(config, text, max_ids=max_sentence_ids)
+        self._runs = Runs(runtime or RuntimeOptions())
         self.session = session
         self.model_path = model_path
         inputs = {i.name for i in session.get_inputs()}
@@ -91,6 +92,7 @@ class PiperVoice:
         text: TextOptions | None = None,
         cache_dir: Path | None = None,
         streaming: StreamingOptions | bool | None = None,
+        max_sentence_ids: int = MAX_SENTENCE_IDS,
     ) -> PiperVoice:
         """Load ``model_path`` and its ``.onnx.json`` (beside it unless given).
 
@@ -100,6 +102,8 @@ class PiperVoice:
         few tens of ms (True: default :class:`StreamingOptions`).  A graph that
         cannot be split is spoken whole-sentence (logged once).  Off by
         default: whole-sentence chunks normalised per sentence, like piper-tts.
+        ``max_sentence_ids``: a sentence of more input ids is spoken in pieces
+        (:mod:`.pieces`: what a run costs per id).
         """
         model_path = Path(model_path)
         if config_path is None:
@@ -112,16 +116,18 @@ class PiperVoice:
         voice_name = name or model_path.name.removesuffix(".onnx")
         options = StreamingOptions() if streaming is True else (streaming or None)
         if options is not None:
-            split = open_split(model_path, runtime, cache_dir, lambda: _check_feeds(config),
+            split = open_split(model_path, runtime, cache_dir, lambda: check_feeds(config),
                                margin=options.margin, flow_margin=options.flow_margin)
             if split is not None:
                 models, front, flow, tail = split
                 _LOGGER.debug("loaded %s (split) in %.3f s", model_path, time.perf_counter() - started)
                 return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
-                                  flow_session=flow, streaming=options)
+                                  flow_session=flow, streaming=options, max_sentence_ids=max_sentence_ids,
+                                  runtime=runtime)
         session = create_session(model_path, runtime, cache_dir=cache_dir)
         _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
-        return PiperVoice(voice_name, config, session, model_path, text)
+        return PiperVoice(voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids,
+                          runtime=runtime)
 
     @property
     def name(self) -> str:
@@ -170,9 +176,14 @@ class PiperVoice:
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
         """The one place a model runs."""
         try:
-            return list(session.run(outputs, feeds))
+            return self._runs.run(session, outputs, feeds)
         except Exception as err:
             raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
+
+    def interrupt(self) -> bool:
+        """From another thread: end the model run under way at its next operator, so the
+        :meth:`synthesize` running it raises :class:`SynthesisError`; False if none was running."""
+        return self._runs.interrupt()
 
     def _checked(self, output: np.ndarray) -> np.ndarray:
         audio = np.asarray(output, dtype=np.float32).reshape(-1)
@@ -319,8 +330,26 @@ class PiperVoice:
 
         Whole-sentence: one chunk per sentence (and per pause).  Streaming
         (``stream``, default: the voice's setting): several chunks per
-        sentence, the last with ``is_last_in_sentence``.
+        sentence, the last with ``is_last_in_sentence``.  A sentence longer
+        than ``max_sentence_ids`` is several sentences (its pieces), so a
+        consumer that stops between chunks stops within one bounded run.
         """
+        return self.synthesize_from(text, config, 0, stream=stream)
+
+    def synthesize_from(
+        self, text: str | Prepared, config: SynthesisConfig | None, first: int, *, stream: bool | None = None
+    ) -> Iterator[AudioChunk]:
+        """:meth:`synthesize`'s chunks from sentence index ``first`` on; those before are planned,
+        not run (a preempted text resumes without redoing the pieces it had played)."""
+        try:
+            yield from self._synthesize(text, config, stream, first)
+        finally:
+            # Finished or abandoned: what its runs freed goes back to the system, not only
+            # to this process's heap (issue 13: a long text's peak stayed for good).
+            return_free_heap()
+
+    def _synthesize(self, text: str | Prepared, config: SynthesisConfig | None, stream: bool | None,
+                    first: int) -> Iterator[AudioChunk]:
         config = config or SynthesisConfig()
         streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
@@ -330,6 +359,8 @@ class PiperVoice:
         # Fast start (opt-in) only where first audio waits on it: the text's first sentence.
         first_sentence = next(i for i, item in enumerate(plan) if isinstance(item, Sentence))
         for index, item in enumerate(plan):
+            if index < first:
+                continue
             if isinstance(item, Pause):
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
                 yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
@@ -363,23 +394,6 @@ class PiperVoice:
             is_last_in_sentence=True,
             phoneme_ids=tuple(ids),
         )
-
-
-def _check_feeds(config: PiperVoiceConfig) -> list[dict[str, np.ndarray]]:
-    """Model inputs of the check sentences at noise 0 (deterministic), for the graph split."""
-    frontend = PiperFrontend(config, TextOptions(normalize=False))
-    scales = np.array([0.0, config.length_scale, 0.0], dtype=np.float32)
-    feeds: list[dict[str, np.ndarray]] = []
-    for ids in frontend.sentence_ids(_CHECK_TEXT):
-        feed: dict[str, np.ndarray] = {
-            "input": np.array([ids], dtype=np.int64),
-            "input_lengths": np.array([len(ids)], dtype=np.int64),
-            "scales": scales,
-        }
-        if config.num_speakers > 1:
-            feed["sid"] = np.array([config.default_speaker_id], dtype=np.int64)
-        feeds.append(feed)
-    return feeds
 
 
 def _preview(text: str, limit: int = 40) -> str:
