@@ -3,9 +3,8 @@
 One method per stage: text -> phonemes -> ids (:class:`PiperFrontend`), ids ->
 audio (:meth:`PiperVoice.infer`; a streaming voice runs :meth:`PiperVoice.latent`
 once, then :meth:`PiperVoice.decode` per window), audio -> chunks
-(:meth:`PiperVoice.synthesize`).  Every model run, of the voice's own session and
-of its split-off parts, goes through :meth:`PiperVoice._run`, the one method that
-calls ``session.run``.
+(:meth:`PiperVoice.synthesize`).  Every model run, of the voice's own session and of
+its split-off parts, goes through :meth:`PiperVoice._run`, the one caller of ``session.run``.
 """
 
 from __future__ import annotations
