@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +34,7 @@ import time
 from pathlib import Path
 
 from benchstats import percentile
+from daemon_rig import EventClient, start_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
@@ -51,43 +50,11 @@ pcm.null { type null }
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"bench: nothing listens on 127.0.0.1:{port}")
-
-
 def summary(values: list[float]) -> dict[str, float]:
     return {
         "n": len(values), "median_ms": statistics.median(values), "p95_ms": percentile(values, 0.95),
         "min_ms": min(values), "max_ms": max(values),
     }
-
-
-def start_broker(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """A private mosquitto on a free port; (process, port) once it listens."""
-    port = free_port()
-    (tmp / "mosquitto.conf").write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\nuser root\nlog_dest stderr\n"
-        # Without it mosquitto's writes wait for Nagle + the daemon's delayed ACK: ~40 ms
-        # between publish and receipt (measured here), more than the 30 ms cache-hit target.
-        "set_tcp_nodelay true\n"
-    )
-    proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
-    return proc, port
 
 
 def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
@@ -107,31 +74,11 @@ def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
                             stderr=open(tmp / "daemon.log", "wb"))
 
 
-class Announcer:
+class Announcer(EventClient):
     """The bench's MQTT client: publishes one announcement and times it from its events."""
 
     def __init__(self, mqtt_port: int) -> None:
-        import paho.mqtt.client as mqtt
-        from paho.mqtt.enums import CallbackAPIVersion
-
-        self.events: queue.Queue[dict] = queue.Queue()
-        self.online: queue.Queue[bool] = queue.Queue()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{os.getpid()}")
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", mqtt_port)
-        # paho leaves Nagle on: a publish right after the PUBACK of an event would wait ~40 ms
-        # for the broker's delayed ACK, and the bench would time its own socket.
-        self.client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.client.loop_start()
-        self.client.subscribe([("bench/bench/events", 1), ("bench/bench/status", 1)])
-
-    def _on_message(self, c, u, msg):  # type: ignore[no-untyped-def]
-        data = json.loads(msg.payload)
-        if msg.topic.endswith("/status"):
-            if data.get("state") == "online":
-                self.online.put(True)
-        else:
-            self.events.put(data)
+        super().__init__(mqtt_port, "bench", "bench", "bench", nodelay=True)
 
     def wait_online(self) -> None:
         self.online.get(timeout=120)
@@ -139,7 +86,7 @@ class Announcer:
     def one(self, ident: str, text: str, cached: bool = False) -> tuple[float, float]:
         """(publish -> started.ts, the daemon's own latency_ms), both ms."""
         t0 = time.time()
-        self.client.publish("bench/bench/announce", json.dumps({"id": ident, "text": text}), qos=1)
+        self.publish(json.dumps({"id": ident, "text": text}), wait_s=None)
         started = None
         while True:
             ev = self.events.get(timeout=120)
@@ -153,10 +100,6 @@ class Announcer:
                 if bool(started.get("cached")) != cached:
                     raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
                 return (started["ts"] - t0) * 1000.0, float(started["latency_ms"])
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def measure(announcer: Announcer, lines: list[str], rounds: int, phrases: Path) -> dict[str, list[float]]:

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_daemon import ASOUND, start_broker
+from bench_daemon import ASOUND
+from daemon_rig import EventClient, rss_kb, start_broker
 from fuzz_payloads import Case, cases, clean_spoken
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX, DEVICE = "fuzz", "fuzz"
-TOPIC = f"{PREFIX}/{DEVICE}/announce"
 OUTCOMES = ("rejected", "queued")
 ENDS = ("finished", "failed", "expired", "rejected")
 
@@ -97,13 +97,7 @@ class Daemon:
         if not self.alive():
             return None
         assert self.proc is not None
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        except OSError:
-            return None
-        return None
+        return rss_kb(self.proc.pid)
 
     def stop(self) -> int | None:
         if self.proc is None:
@@ -118,38 +112,7 @@ class Daemon:
         return self.proc.returncode
 
 
-class Client:
-    """The fuzzer's MQTT client: publishes raw payloads, collects events and statuses."""
-
-    def __init__(self, port: int) -> None:
-        import paho.mqtt.client as mqtt
-        from paho.mqtt.enums import CallbackAPIVersion
-
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.online: queue.Queue[bool] = queue.Queue()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"fuzz-{os.getpid()}")
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        self.client.subscribe([(f"{PREFIX}/{DEVICE}/events", 1), (f"{PREFIX}/{DEVICE}/status", 1)])
-
-    def _on_message(self, c: Any, u: Any, msg: Any) -> None:
-        data = json.loads(msg.payload)
-        if msg.topic.endswith("/status"):
-            if data.get("state") == "online":
-                self.online.put(True)
-        else:
-            self.events.put(data)
-
-    def publish(self, payload: bytes) -> None:
-        self.client.publish(TOPIC, payload, qos=1).wait_for_publish(10)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
-
-def _wait_online(client: Client, daemon: Daemon, timeout: float) -> None:
+def _wait_online(client: EventClient, daemon: Daemon, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -161,7 +124,7 @@ def _wait_online(client: Client, daemon: Daemon, timeout: float) -> None:
     raise SystemExit("fuzz: the daemon did not come online")
 
 
-def _next_event(client: Client, daemon: Daemon, timeout: float) -> dict[str, Any] | None:
+def _next_event(client: EventClient, daemon: Daemon, timeout: float) -> dict[str, Any] | None:
     """The next event; None when none came within ``timeout`` or the daemon died."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -173,7 +136,7 @@ def _next_event(client: Client, daemon: Daemon, timeout: float) -> dict[str, Any
     return None
 
 
-def run_case(case: Case, client: Client, daemon: Daemon, tally: Tally) -> None:
+def run_case(case: Case, client: EventClient, daemon: Daemon, tally: Tally) -> None:
     """Publish one case and account for its outcome (and, when queued, wait for its end)."""
     client.publish(case.payload)
     first = _next_event(client, daemon, 15.0)
@@ -196,7 +159,7 @@ def run_case(case: Case, client: Client, daemon: Daemon, tally: Tally) -> None:
     _wait_end(first["id"], client, daemon, tally, case)
 
 
-def _wait_end(ident: str, client: Client, daemon: Daemon, tally: Tally, case: Case) -> None:
+def _wait_end(ident: str, client: EventClient, daemon: Daemon, tally: Tally, case: Case) -> None:
     while True:
         ev = _next_event(client, daemon, 60.0)
         if ev is None:
@@ -249,7 +212,7 @@ def fuzz(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     broker, port = start_broker(tmp)
     daemon = Daemon(tmp, port, args.voice)
     tally = Tally()
-    client = Client(port)
+    client = EventClient(port, PREFIX, DEVICE, "fuzz")
     case_list = cases(args.count, args.seed)
     started = time.monotonic()
     try:

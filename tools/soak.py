@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import queue
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,41 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from daemon_rig import EventClient, rss_kb, start_broker
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 PREFIX, DEVICE = "soak", "soak"
 ASOUND = "pcm.!default { type null }\n"
 WARMUP = 200
 """Announcements before the soak proper (the corpus ten times, as the soak publishes them)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"soak: nothing listens on 127.0.0.1:{port}")
-
-
-def start_broker(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    (tmp / "mosquitto.conf").write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\nuser root\nlog_dest stderr\n"
-        "set_tcp_nodelay true\nmax_inflight_messages 100\n"
-    )
-    proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
-    return proc, port
 
 
 def start_daemon(tmp: Path, port: int, threads: int | None) -> subprocess.Popen[bytes]:
@@ -94,13 +66,6 @@ def start_daemon(tmp: Path, port: int, threads: int | None) -> subprocess.Popen[
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
 
 
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
 @dataclass
 class Tally:
     """What the events said, per id."""
@@ -108,37 +73,6 @@ class Tally:
     started: Counter[str] = field(default_factory=Counter)
     ended: dict[str, str] = field(default_factory=dict)
     """id -> its last final event (finished, failed, rejected, expired)."""
-
-
-class Client:
-    """Publishes announcements and hands the daemon's events to the soak loop."""
-
-    def __init__(self, port: int) -> None:
-        import paho.mqtt.client as mqtt
-        from paho.mqtt.enums import CallbackAPIVersion
-
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.online: queue.Queue[bool] = queue.Queue()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"soak-{os.getpid()}")
-        self.client.on_message = self._on_message
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        self.client.subscribe([(f"{PREFIX}/{DEVICE}/events", 1), (f"{PREFIX}/{DEVICE}/status", 1)])
-
-    def _on_message(self, c: Any, u: Any, msg: Any) -> None:
-        data = json.loads(msg.payload)
-        if msg.topic.endswith("/status"):
-            if data.get("state") == "online":
-                self.online.put(True)
-        else:
-            self.events.put(data)
-
-    def publish(self, payload: str) -> None:
-        self.client.publish(f"{PREFIX}/{DEVICE}/announce", payload, qos=1).wait_for_publish(10)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def payload(i: int, lines: list[str], prefix: str) -> tuple[str, str | None]:
@@ -149,7 +83,7 @@ def payload(i: int, lines: list[str], prefix: str) -> tuple[str, str | None]:
     return json.dumps({"id": f"{prefix}-{i:06d}", "text": text}), f"{prefix}-{i:06d}"
 
 
-def run(client: Client, pid: int, count: int, window: int, deadline: float,
+def run(client: EventClient, pid: int, count: int, window: int, deadline: float,
         prefix: str = "soak") -> dict[str, Any]:
     lines = [ln.strip() for ln in CORPUS.read_text().splitlines() if ln.strip()]
     tally, rss, sent, plain = Tally(), [], 0, 0
@@ -172,7 +106,7 @@ def run(client: Client, pid: int, count: int, window: int, deadline: float,
                 open_n -= 1
             tally.ended[ev["id"]] = ev["event"]
             if ev["event"] == "finished":
-                rss.append(rss_kb(pid))
+                rss.append(rss_kb(pid) or 0)
     return report(tally, rss, count, sent, plain, prefix)
 
 
@@ -207,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="edgetts-soak-") as d:
         tmp = Path(d)
-        broker, port = start_broker(tmp)
+        broker, port = start_broker(tmp, "max_inflight_messages 100\n")
         daemon = start_daemon(tmp, port, args.threads)
         client = None
         try:
-            client = Client(port)
+            client = EventClient(port, PREFIX, DEVICE, "soak")
             client.online.get(timeout=180)
             t0 = time.monotonic()
             # A warm-up first: every line synthesized and in the phrase cache, onnxruntime's arena
