@@ -59,6 +59,12 @@ class AudioChunk:
     phoneme_ids: tuple[int, ...] = field(default=(), repr=False)
     """Model input ids of the sentence (after BOS/EOS/pad interleaving); empty where not applicable."""
 
+    lead_s: float = 0.0
+    """Seconds after this chunk was produced before its playback should start (unless the text has
+    ended by then): the engine's estimate, from its measured speed, of the buffering that keeps the
+    rest of the text from running dry (issue 14).  Only a text's first chunk carries one; 0 = play
+    it as soon as it comes."""
+
     @property
     def duration_s(self) -> float:
         """Seconds of audio in this chunk."""
