@@ -23,14 +23,37 @@ FLOW_REACH = 24
 receptive field is 32; 24 measured equal on the corpus)."""
 
 
+FLOW_CHUNK = 192
+"""Frames the flow computes per run after a sentence's first window.  One run over a whole long
+sentence would sit between two windows (on a Pi 4 ~0.6 s for a 6 s sentence, longer than the audio in
+hand, issue 14); runs of this size with FLOW_REACH of context each side cost ~25 % more flow time
+(the flow is ~15 % of a sentence's cost) and keep every wait short."""
+
+
+def flow_span(exact: int, hi: int, frames: int, first_margin: int, *, first: bool) -> tuple[int, int, int]:
+    """The next flow run once frames [0, ``exact``) are known exactly and [.., hi) are wanted:
+    (run_lo, run_hi, keep_hi): the flow runs over [run_lo, run_hi) and its frames up to keep_hi are kept.
+
+    The ``first`` run may be a short one, for the first window only, with
+    ``first_margin`` frames of context after it (its frames are close, not exact); later runs
+    start at the exact frames, reach FLOW_REACH frames back and ahead of a FLOW_CHUNK (or what
+    is asked), and a remainder shorter than half a chunk joins the run before it.
+    """
+    if first and hi + first_margin < frames:
+        return 0, hi + first_margin, hi
+    keep_hi = min(frames, max(hi, exact + FLOW_CHUNK))
+    if frames - keep_hi < FLOW_CHUNK // 2:
+        keep_hi = frames
+    return max(0, exact - FLOW_REACH), min(frames, keep_hi + FLOW_REACH), keep_hi
+
+
 class Latent:
     """The decoder's inputs for one sentence, computed by the flow only as far as asked.
 
-    The flow runs twice: a short run for the first window (its frames plus
-    ``flow_margin`` of context), then one run over the whole sentence, whose
-    start needs no context, so everything after the first window is exactly
-    what whole-sentence decoding computes.  (A flow run has a fixed cost of
-    ~3.5 ms here, streaming its weights once: the rest is not split further.)
+    The flow runs in short spans (:func:`flow_span`): the first window's frames with
+    ``flow_margin`` of context, then spans of FLOW_CHUNK frames with FLOW_REACH of context
+    each side, which makes them what one run over the whole sentence computes (to float
+    rounding: the flow's receptive field is 32 frames, 24 measured equal on the corpus).
     """
 
     def __init__(
@@ -39,10 +62,7 @@ class Latent:
         run_flow: Callable[[dict[str, np.ndarray]], np.ndarray] | None,
         decoder_input: str,
         flow_margin: int,
-        *,
-        short_first: bool = True,
     ) -> None:
-        """``short_first=False``: one flow run over the whole sentence at the first request."""
         self.frames = max(v.shape[-1] for v in front_out.values())
         self._front = front_out
         self._run_flow = run_flow
@@ -50,7 +70,9 @@ class Latent:
         self._margin = flow_margin
         self._z: np.ndarray | None = None
         self._ready = 0
-        self._short_first = short_first
+        self._exact = 0
+        """Frames [0, _exact) are what one flow run over the whole sentence computes; those up to
+        _ready beyond them come from the first window's short run."""
 
     def _slice(self, feeds: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
         return {k: np.ascontiguousarray(v[..., lo:hi]) if v.shape[-1] == self.frames else v
@@ -60,19 +82,34 @@ class Latent:
         """Decoder inputs for frames [lo, hi)."""
         if self._run_flow is None:
             return self._slice(self._front, lo, hi)
-        if hi > self._ready:
-            if self._short_first and self._ready == 0 and hi + self._margin < self.frames:
-                z = self._run_flow(self._slice(self._front, 0, hi + self._margin))
-                self._z = np.ascontiguousarray(z[..., :hi])
-                self._ready = hi
-            else:
-                # The second window reaches back to the sentence start (its left margin is
-                # wider than the first window), so it and all later ones use this exact run.
-                self._z = self._run_flow(self._front)
-                self._ready = self.frames
+        while hi > self._ready:
+            first = self._ready == 0
+            run_lo, run_hi, keep_hi = flow_span(self._exact, hi, self.frames, self._margin, first=first)
+            z = self._run_flow(self._slice(self._front, run_lo, run_hi))
+            if self._z is None:
+                self._z = np.empty((*z.shape[:-1], self.frames), dtype=z.dtype)
+            # A window after the first reaches back into the first one's frames: from the second
+            # run on, every frame comes from a run with the flow's full reach around it.
+            keep_lo = 0 if first else self._exact
+            self._z[..., keep_lo:keep_hi] = z[..., keep_lo - run_lo : keep_hi - run_lo]
+            self._ready = keep_hi
+            if not first or run_hi - keep_hi >= FLOW_REACH or run_hi == self.frames:
+                self._exact = keep_hi
         assert self._z is not None
         return {self._name: np.ascontiguousarray(self._z[..., lo:hi])}
 
+    def adopt(self, other: Latent, upto: int) -> None:
+        """Take the flow frames [0, ``upto``) that ``other`` has computed as this sentence's own (fast
+        start: the spliced sentence's first frames are the prefix's, and so is their flow output, run
+        for the first windows; ``upto``: where that output stops seeing the prefix's end)."""
+        if other._z is None or self._run_flow is None:
+            return
+        ready = min(other._exact, upto, self.frames)
+        if ready <= 0:
+            return
+        self._z = np.empty((*other._z.shape[:-1], self.frames), dtype=other._z.dtype)
+        self._z[..., :ready] = other._z[..., :ready]
+        self._ready = self._exact = ready
 
 
 def decode_windows(

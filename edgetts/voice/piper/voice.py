@@ -23,19 +23,19 @@ from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import Prepared, TextOptions
 from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
 from edgetts.voice.piper.check_feeds import check_feeds
+from edgetts.voice.piper.fast_start import applies as fast_start_applies
+from edgetts.voice.piper.fast_start import stream_fast
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
 from edgetts.voice.piper.split_cache import open_split
-from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
-from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
+from edgetts.voice.piper.streaming import Latent, decode_windows
+from edgetts.voice.piper.windows import StreamingOptions, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 
 _REQUIRED_INPUTS = ("input", "input_lengths", "scales")
-_LONG_FLOW_FRAMES = 512
-"""Fast start: a spliced sentence longer than this (~6 s) gets a short flow run before the whole one."""
 
 
 class PiperVoice:
@@ -192,7 +192,7 @@ class PiperVoice:
             raise SynthesisError(f"voice {self.name} produced NaN or infinite samples")
         return audio
 
-    def _front(self, ids: Sequence[int], config: SynthesisConfig, names: list[str]) -> dict[str, np.ndarray]:
+    def front(self, ids: Sequence[int], config: SynthesisConfig, names: list[str]) -> dict[str, np.ndarray]:
         """Split voices: the outputs ``names`` of the front (the voice's own session) on ``ids``."""
         return dict(zip(names, self._run(self.session, self._feeds(ids, config), names)))
 
@@ -200,10 +200,10 @@ class PiperVoice:
         """Split voices: the decoder's inputs for one sentence (encoder and durations run here, once;
         the flow, if split off, runs as windows ask for frames)."""
         assert self.split is not None
-        front = self._front(ids, config, list(self.split.front_outputs))
-        return Latent(front, self._flow_runner(), self.split.frame_inputs[0], self.split.flow_margin)
+        front = self.front(ids, config, list(self.split.front_outputs))
+        return Latent(front, self.flow_runner(), self.split.frame_inputs[0], self.split.flow_margin)
 
-    def _flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None:
+    def flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None:
         """The split-off flow as a function of its inputs (None: the front ends at the decoder)."""
         if self._flow is None:
             return None
@@ -224,12 +224,11 @@ class PiperVoice:
         self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False
     ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
-        concatenated, equal to :meth:`infer`'s (``fast_start``: see :meth:`_stream_fast`)."""
+        concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`)."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
-        limit = options.fast_start_ids
-        if fast_start and limit > 0 and self.split.durations and len(ids) > limit + limit // 2:
-            fast = self._stream_fast(ids, config, options)
+        if fast_start and self.split.durations and fast_start_applies(ids, options):
+            fast = stream_fast(self, ids, config, options)
             if fast is not None:
                 yield from fast
                 return
@@ -239,71 +238,6 @@ class PiperVoice:
         pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, windows, fade)
         for index, piece in enumerate(pieces):
             yield piece, index == len(windows) - 1
-
-    def _stream_fast(
-        self, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions
-    ) -> Iterator[tuple[np.ndarray, bool]] | None:
-        """Fast start: the first windows from the encoder run on a prefix, the rest exact.
-
-        The front runs on ``ids[:N]``; its first K ids (K: the last word boundary at or
-        before 3/4 N, so each kept id saw at least N/4 ids of what follows) give the frames
-        of the first windows, decoded while only those frames are known.  Then the front
-        runs on the whole sentence and the sentence continues with its durations and
-        frames from id K on, spliced after the prefix's frames; everything from there is
-        what whole-sentence decoding computes.  None when the prefix is too short to hold
-        a first window (then the exact path runs).
-        """
-        assert self.split is not None
-        split = self.split
-        limit = options.fast_start_ids
-        space = self.config.phoneme_id_map.get(" ", (-1,))[0]
-        keep_to = limit - max(4, limit // 4)
-        keep = max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
-        prefix = self._front(ids[:limit], config, [*split.front_outputs, split.durations])
-        prefix_durations = prefix.pop(split.durations).reshape(-1)
-        kept = int(prefix_durations[:keep].sum())
-        # Windows of the prefix end where the flow and the decoder would start to see its end.
-        safe = kept - FLOW_REACH - split.margin
-        if safe < 2 * options.first_frames:
-            return None
-        return self._fast_windows(ids, config, options, prefix, keep, kept, safe)
-
-    def _fast_windows(
-        self,
-        ids: Sequence[int],
-        config: SynthesisConfig,
-        options: StreamingOptions,
-        prefix: dict[str, np.ndarray],
-        keep: int,
-        kept: int,
-        safe: int,
-    ) -> Iterator[tuple[np.ndarray, bool]]:
-        assert self.split is not None
-        split = self.split
-        prefix_frames = max(v.shape[-1] for v in prefix.values())
-        head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v
-                for k, v in prefix.items()}
-        flow = self._flow_runner()
-        joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
-        windows = plan_windows(safe, options.first_frames, options.growth, options.max_frames)
-        latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
-        for start, end in windows:
-            lo, hi = max(0, start - split.margin), end + split.margin
-            yield joiner.piece(self.decode(latent.window(lo, hi)), lo, start, end, False), False
-        # The whole sentence, spliced after the prefix's first `keep` ids.
-        whole = self._front(ids, config, [*split.front_outputs, split.durations])
-        spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
-        # The flow then runs over the whole spliced sentence, once; for a very long one that
-        # would delay the next window past the audio in hand, so a short run with the flow's
-        # full reach (exact) comes first, as for a first window.
-        frames = max(v.shape[-1] for v in spliced.values())
-        latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH, short_first=frames > _LONG_FLOW_FRAMES)
-        following = min(options.max_frames, int(options.first_frames * options.growth))
-        rest = [(safe + a, safe + b) for a, b in plan_windows(latent.frames - safe, following, options.growth,
-                                                             options.max_frames)]
-        pieces = decode_windows(self.decode, latent, split.hop, split.margin, rest, 0, joiner)
-        for index, piece in enumerate(pieces):
-            yield piece, index == len(rest) - 1
 
     # -- audio -> chunks ----------------------------------------------------------
     def _finish(self, audio: np.ndarray, config: SynthesisConfig, *, streamed: bool = False) -> np.ndarray:

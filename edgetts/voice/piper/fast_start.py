@@ -1,0 +1,103 @@
+"""Fast start: a long first sentence starts from the encoder run on its first ids (issue 4, #14).
+
+The text encoder attends over the whole sentence, so a sentence's first audio
+normally waits for the encoder over all of it (on a Pi 4 ~0.8 s for 240 ids).
+Fast start runs the front on the first N ids, decodes the first windows from
+the frames of its first K ids, then runs the front on the whole sentence and
+continues from id K with the whole sentence's frames spliced after the
+prefix's: everything from the splice on is what whole-sentence decoding
+computes.  See docs/streaming.md, "Fast start".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from edgetts.engine import SynthesisConfig
+from edgetts.voice.piper.graph_split import SplitModels
+from edgetts.voice.piper.model_config import PiperVoiceConfig
+from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
+from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
+
+
+class SplitVoice(Protocol):
+    """What fast start needs of a split Piper voice (:class:`~edgetts.voice.piper.voice.PiperVoice`)."""
+
+    split: SplitModels | None
+    config: PiperVoiceConfig
+
+    def front(self, ids: Sequence[int], config: SynthesisConfig, names: list[str]) -> dict[str, np.ndarray]: ...
+
+    def flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None: ...
+
+    def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray: ...
+
+
+def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
+    """K: the last word boundary at or before 3/4 N, so each kept id saw at least N/4 ids after it."""
+    keep_to = limit - max(4, limit // 4)
+    return max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
+
+
+def applies(ids: Sequence[int], options: StreamingOptions) -> bool:
+    """Fast start is worth it: the sentence is well over the prefix's length."""
+    limit = options.fast_start_ids
+    return limit > 0 and len(ids) > limit + limit // 2
+
+
+def stream_fast(
+    voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions
+) -> Iterator[tuple[np.ndarray, bool]] | None:
+    """The sentence's raw audio windows with fast start, each with "is it the last"; None when the
+    prefix is too short to hold a first window (then the exact path runs)."""
+    split = voice.split
+    assert split is not None and split.durations
+    limit = options.fast_start_ids
+    keep = kept_ids(ids, limit, voice.config.phoneme_id_map.get(" ", (-1,))[0])
+    prefix = voice.front(ids[:limit], config, [*split.front_outputs, split.durations])
+    kept = int(prefix.pop(split.durations).reshape(-1)[:keep].sum())
+    # Windows of the prefix end where the flow and the decoder would start to see its end.
+    safe = kept - FLOW_REACH - split.margin
+    if safe < 2 * options.first_frames:
+        return None
+    return _windows(voice, ids, config, options, prefix, keep, kept, safe)
+
+
+def _windows(
+    voice: SplitVoice,
+    ids: Sequence[int],
+    config: SynthesisConfig,
+    options: StreamingOptions,
+    prefix: dict[str, np.ndarray],
+    keep: int,
+    kept: int,
+    safe: int,
+) -> Iterator[tuple[np.ndarray, bool]]:
+    split = voice.split
+    assert split is not None
+    prefix_frames = max(v.shape[-1] for v in prefix.values())
+    head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v
+            for k, v in prefix.items()}
+    flow = voice.flow_runner()
+    joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
+    windows = plan_windows(safe, options.first_frames, options.growth, options.max_frames)
+    head_latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
+    for start, end in windows:
+        lo, hi = max(0, start - split.margin), end + split.margin
+        yield joiner.piece(voice.decode(head_latent.window(lo, hi)), lo, start, end, False), False
+    # The whole sentence, spliced after the prefix's first `keep` ids.
+    whole = voice.front(ids, config, [*split.front_outputs, split.durations])
+    spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
+    latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH)
+    # The flow frames of the prefix windows saw FLOW_REACH frames of what follows them in the
+    # spliced sentence too (the prefix's own frames): they are reused, not run again.
+    latent.adopt(head_latent, safe + split.margin)
+    following = min(options.max_frames, int(options.first_frames * options.growth))
+    rest = [(safe + a, safe + b)
+            for a, b in plan_windows(latent.frames - safe, following, options.growth, options.max_frames)]
+    pieces = decode_windows(voice.decode, latent, split.hop, split.margin, rest, 0, joiner)
+    for index, piece in enumerate(pieces):
+        yield piece, index == len(rest) - 1

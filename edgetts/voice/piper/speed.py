@@ -1,0 +1,106 @@
+"""What the voice's model runs really cost on this machine, learned as they run (issue 14).
+
+A board is 5-10x slower per core than the machines edgetts is developed on,
+and a CPU quota, a busy neighbour or thermal throttling changes that at run
+time, so no constant can say how long a window takes.  Every model run of a
+:class:`~edgetts.voice.piper.voice.PiperVoice` (announcements, the loudness
+calibration at load, the keepalive's runs) is a sample: its part (``front``:
+encoder and durations over ids; ``flow`` and ``tail``: over frames;
+``whole``: an unsplit voice over ids), its size and its wall time.  Each part
+is fitted as ``fixed + per_unit * size`` over its latest samples, so a change of
+speed shows within a few sentences.  Wall time, not CPU time: a throttled or
+preempted run is what the listener waits for.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+KINDS = ("front", "flow", "tail", "whole")
+
+_KEEP = 48
+"""Samples per part in the fit: a few sentences' worth, so the model follows a change of speed."""
+
+# Costs measured here (x86, 1 thread, seconds) for a voice that has not run yet: real runs
+# replace them at the first sample (the daemon's load runs the voice once, for its loudness).
+_PRIOR = {
+    "front": (0.005, 0.00025),  # per id
+    "flow": (0.003, 0.00014),  # per frame
+    "tail": (0.0, 0.0008),  # per frame
+    "whole": (0.005, 0.0025),  # per id (about 2.2 frames an id)
+}
+_PRIOR_FRAMES_PER_ID = 2.2
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Seconds of one run of a part: ``fixed + per_unit * size``."""
+
+    fixed: float
+    per_unit: float
+
+    def __call__(self, size: float) -> float:
+        return self.fixed + self.per_unit * max(0.0, size)
+
+
+class SpeedModel:
+    """Per-part run costs and frames per id, from the latest runs (thread-safe: the synthesis
+    thread records, anyone may read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._samples: dict[str, collections.deque[tuple[float, float]]] = {
+            kind: collections.deque(maxlen=_KEEP) for kind in KINDS
+        }
+        self._fits: dict[str, Cost] = {kind: Cost(*_PRIOR[kind]) for kind in KINDS}
+        self._frames_per_id = _PRIOR_FRAMES_PER_ID
+        self._runs = 0
+
+    def record(self, kind: str, size: int, seconds: float) -> None:
+        """One run of ``kind`` over ``size`` ids or frames took ``seconds`` (wall)."""
+        if kind not in self._samples or size <= 0 or seconds < 0:
+            return
+        with self._lock:
+            samples = self._samples[kind]
+            samples.append((float(size), float(seconds)))
+            self._fits[kind] = _fit(samples, self._fits[kind])
+            self._runs += 1
+
+    def record_frames(self, ids: int, frames: int) -> None:
+        """A sentence of ``ids`` ids came to ``frames`` frames (for predicting sentences not yet run)."""
+        if ids > 0 and frames > 0:
+            with self._lock:
+                self._frames_per_id += 0.2 * (frames / ids - self._frames_per_id)
+
+    def cost(self, kind: str) -> Cost:
+        with self._lock:
+            return self._fits[kind]
+
+    @property
+    def frames_per_id(self) -> float:
+        with self._lock:
+            return self._frames_per_id
+
+    @property
+    def runs(self) -> int:
+        """Runs recorded so far (0: the model still holds its priors)."""
+        with self._lock:
+            return self._runs
+
+
+def _fit(samples: collections.deque[tuple[float, float]], before: Cost) -> Cost:
+    """Least squares ``seconds = fixed + per_unit * size`` (both >= 0); with one size only, the
+    fixed part of ``before`` is kept and the rest is per unit."""
+    sizes = np.fromiter((s for s, _ in samples), dtype=np.float64)
+    secs = np.fromiter((t for _, t in samples), dtype=np.float64)
+    if sizes.size < 3 or float(np.ptp(sizes)) < 0.25 * float(sizes.mean()):
+        fixed = min(before.fixed, float(secs.min()))
+        return Cost(fixed, max(0.0, float(np.median((secs - fixed) / sizes))))
+    per_unit, fixed = np.polyfit(sizes, secs, 1)
+    if fixed < 0 or per_unit < 0:  # cache effects bend the line: then a line through zero
+        return Cost(0.0, float(np.sum(sizes * secs) / np.sum(sizes * sizes)))
+    return Cost(float(fixed), float(per_unit))
