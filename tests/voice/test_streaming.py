@@ -12,20 +12,27 @@ from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import TextOptions
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.onnx_session import RuntimeOptions
+from edgetts.voice.piper.speed import Cost, SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
 from edgetts.voice.piper.windows import StreamingOptions, plan_windows
 
 from support.paths import corpus_lines
 
 RAW = SynthesisConfig(noise_scale=0.0, noise_w=0.0, normalize_audio=False)
+FAST = {"front": Cost(0.005, 0.00025), "flow": Cost(0.003, 0.00014), "tail": Cost(0.0, 0.0008)}
+"""What runs cost on this machine at 1 thread (seconds; per id, per frame, per frame)."""
 
 
 def _load(cache_dir: Path | None, **kwargs) -> PiperVoice:  # type: ignore[no-untyped-def]
     kwargs.setdefault("streaming", True)
-    return PiperVoice.load(
+    voice = PiperVoice.load(
         default_voice_path(), runtime=RuntimeOptions(threads=2), text=TextOptions(normalize=False),
         cache_dir=cache_dir, **kwargs,
     )
+    # The window plan follows the machine's measured speed (issue 14): pinned here, so what these
+    # tests compare (two runs of a text, streamed against whole) does not move with a busy CI machine.
+    voice.speed = SpeedModel(assumed=FAST)
+    return voice
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +73,7 @@ def test_streamed_equals_whole_and_seams_do_not_click(streaming_voice: PiperVoic
 
 
 def test_first_chunk_is_small_and_later_ones_grow(streaming_voice: PiperVoice) -> None:
+    # On a machine that decodes several times faster than real time (FAST), the voice's own schedule.
     text = "Attention all staff: a fire drill will take place today at two in the afternoon."
     chunks = list(streaming_voice.synthesize(text, RAW))
     assert streaming_voice.split is not None and streaming_voice.split.hop == 256
@@ -75,6 +83,7 @@ def test_first_chunk_is_small_and_later_ones_grow(streaming_voice: PiperVoice) -
     assert chunks[0].audio.size <= 0.05 * streaming_voice.sample_rate
     sizes = [c.audio.size for c in chunks]
     assert len(sizes) >= 3 and sizes[1] > sizes[0] and max(sizes) <= options.max_frames * 256 + 256
+    assert chunks[0].lead_s == 0.0 and all(c.lead_s == 0.0 for c in chunks)
 
 
 def test_windows_cover_the_sentence_and_are_bounded() -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from edgetts.engine import SynthesisConfig
 from edgetts.voice.piper.graph_split import SplitModels
+from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
 from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
@@ -42,20 +43,21 @@ def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
     return max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
 
 
-def applies(ids: Sequence[int], options: StreamingOptions) -> bool:
-    """Fast start is worth it: the sentence is well over the prefix's length."""
-    limit = options.fast_start_ids
-    return limit > 0 and len(ids) > limit + limit // 2
+def applies(ids: Sequence[int], prefix: int) -> bool:
+    """Fast start on a prefix of ``prefix`` ids is worth it: the sentence is well over that length."""
+    return prefix > 0 and len(ids) > prefix + prefix // 2
 
 
 def stream_fast(
-    voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions
+    voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions,
+    schedule: Windows | None = None,
 ) -> Iterator[tuple[np.ndarray, bool]] | None:
     """The sentence's raw audio windows with fast start, each with "is it the last"; None when the
     prefix is too short to hold a first window (then the exact path runs)."""
     split = voice.split
     assert split is not None and split.durations
-    limit = options.fast_start_ids
+    schedule = schedule or Windows(options.first_frames, options.growth, options.fast_start_ids)
+    limit = schedule.prefix or options.fast_start_ids
     keep = kept_ids(ids, limit, voice.config.phoneme_id_map.get(" ", (-1,))[0])
     prefix = voice.front(ids[:limit], config, [*split.front_outputs, split.durations])
     kept = int(prefix.pop(split.durations).reshape(-1)[:keep].sum())
@@ -63,7 +65,7 @@ def stream_fast(
     safe = kept - FLOW_REACH - split.margin
     if safe < 2 * options.first_frames:
         return None
-    return _windows(voice, ids, config, options, prefix, keep, kept, safe)
+    return _windows(voice, ids, config, options, schedule, prefix, (keep, kept, safe))
 
 
 def _windows(
@@ -71,11 +73,12 @@ def _windows(
     ids: Sequence[int],
     config: SynthesisConfig,
     options: StreamingOptions,
+    schedule: Windows,
     prefix: dict[str, np.ndarray],
-    keep: int,
-    kept: int,
-    safe: int,
+    cut: tuple[int, int, int],
 ) -> Iterator[tuple[np.ndarray, bool]]:
+    """``cut``: (K, its frames, the frames the prefix windows cover)."""
+    keep, kept, safe = cut
     split = voice.split
     assert split is not None
     prefix_frames = max(v.shape[-1] for v in prefix.values())
@@ -83,7 +86,7 @@ def _windows(
             for k, v in prefix.items()}
     flow = voice.flow_runner()
     joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
-    windows = plan_windows(safe, options.first_frames, options.growth, options.max_frames)
+    windows = plan_windows(safe, schedule.first, schedule.growth, options.max_frames)
     head_latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
     for start, end in windows:
         lo, hi = max(0, start - split.margin), end + split.margin
@@ -95,9 +98,9 @@ def _windows(
     # The flow frames of the prefix windows saw FLOW_REACH frames of what follows them in the
     # spliced sentence too (the prefix's own frames): they are reused, not run again.
     latent.adopt(head_latent, safe + split.margin)
-    following = min(options.max_frames, int(options.first_frames * options.growth))
+    following = min(options.max_frames, int(schedule.first * schedule.growth))
     rest = [(safe + a, safe + b)
-            for a, b in plan_windows(latent.frames - safe, following, options.growth, options.max_frames)]
+            for a, b in plan_windows(latent.frames - safe, following, schedule.growth, options.max_frames)]
     pieces = decode_windows(voice.decode, latent, split.hop, split.margin, rest, 0, joiner)
     for index, piece in enumerate(pieces):
         yield piece, index == len(rest) - 1

@@ -51,18 +51,21 @@ class SpeedModel:
     """Per-part run costs and frames per id, from the latest runs (thread-safe: the synthesis
     thread records, anyone may read)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, assumed: dict[str, Cost] | None = None, frames_per_id: float | None = None) -> None:
+        """``assumed``: fixed costs of some parts that runs do not change (tests, what-if tools)."""
         self._lock = threading.Lock()
+        self._fixed = dict(assumed or {})
         self._samples: dict[str, collections.deque[tuple[float, float]]] = {
             kind: collections.deque(maxlen=_KEEP) for kind in KINDS
         }
-        self._fits: dict[str, Cost] = {kind: Cost(*_PRIOR[kind]) for kind in KINDS}
-        self._frames_per_id = _PRIOR_FRAMES_PER_ID
+        self._fits: dict[str, Cost] = {kind: Cost(*_PRIOR[kind]) for kind in KINDS} | self._fixed
+        self._frames_per_id = frames_per_id or _PRIOR_FRAMES_PER_ID
+        self._fixed_frames = frames_per_id is not None
         self._runs = 0
 
     def record(self, kind: str, size: int, seconds: float) -> None:
         """One run of ``kind`` over ``size`` ids or frames took ``seconds`` (wall)."""
-        if kind not in self._samples or size <= 0 or seconds < 0:
+        if kind not in self._samples or kind in self._fixed or size <= 0 or seconds < 0:
             return
         with self._lock:
             samples = self._samples[kind]
@@ -72,7 +75,7 @@ class SpeedModel:
 
     def record_frames(self, ids: int, frames: int) -> None:
         """A sentence of ``ids`` ids came to ``frames`` frames (for predicting sentences not yet run)."""
-        if ids > 0 and frames > 0:
+        if ids > 0 and frames > 0 and not self._fixed_frames:
             with self._lock:
                 self._frames_per_id += 0.2 * (frames / ids - self._frames_per_id)
 

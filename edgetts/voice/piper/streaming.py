@@ -36,12 +36,14 @@ def flow_span(exact: int, hi: int, frames: int, first_margin: int, *, first: boo
 
     The ``first`` run may be a short one, for the first window only, with
     ``first_margin`` frames of context after it (its frames are close, not exact); later runs
-    start at the exact frames, reach FLOW_REACH frames back and ahead of a FLOW_CHUNK (or what
-    is asked), and a remainder shorter than half a chunk joins the run before it.
+    start at the exact frames, reach FLOW_REACH frames back and ahead of up to a FLOW_CHUNK (at
+    least what is asked), and a remainder shorter than half a chunk joins the run before it.
     """
     if first and hi + first_margin < frames:
         return 0, hi + first_margin, hi
-    keep_hi = min(frames, max(hi, exact + FLOW_CHUNK))
+    # Spans grow with the windows (twice what is asked, at most a chunk): an early small window
+    # does not wait for a long span.
+    keep_hi = min(frames, max(hi, min(exact + FLOW_CHUNK, 2 * hi)))
     if frames - keep_hi < FLOW_CHUNK // 2:
         keep_hi = frames
     return max(0, exact - FLOW_REACH), min(frames, keep_hi + FLOW_REACH), keep_hi

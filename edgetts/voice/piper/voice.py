@@ -27,8 +27,10 @@ from edgetts.voice.piper.fast_start import applies as fast_start_applies
 from edgetts.voice.piper.fast_start import stream_fast
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
+from edgetts.voice.piper.lead import Item, Shape, Windows, lead_s, plan_text
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
+from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.split_cache import open_split
 from edgetts.voice.piper.streaming import Latent, decode_windows
 from edgetts.voice.piper.windows import StreamingOptions, plan_windows
@@ -80,6 +82,8 @@ class PiperVoice:
         if config.num_speakers > 1 and "sid" not in inputs:
             raise VoiceError(f"{model_path}: config has {config.num_speakers} speakers but no 'sid' input")
         self._has_sid = "sid" in inputs
+        self.speed = SpeedModel()
+        """What this voice's runs cost on this machine, learned as they run (issue 14)."""
 
     @staticmethod
     def load(
@@ -173,11 +177,18 @@ class PiperVoice:
         return feeds
 
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
-        """The one place a model runs."""
+        """The one place a model runs (and where what it costs is learned, :class:`SpeedModel`)."""
+        started = time.perf_counter()
         try:
-            return self._runs.run(session, outputs, feeds)
+            result = self._runs.run(session, outputs, feeds)
         except Exception as err:
             raise SynthesisError(f"voice {self.name} failed to run: {str(err).strip().splitlines()[0]}") from err
+        if session is self.session:
+            kind, size = ("front" if self.split is not None else "whole"), feeds["input"].shape[-1]
+        else:
+            kind, size = ("flow" if session is self._flow else "tail"), max(v.shape[-1] for v in feeds.values())
+        self.speed.record(kind, int(size), time.perf_counter() - started)
+        return result
 
     def interrupt(self) -> bool:
         """From another thread: end the model run under way at its next operator, so the
@@ -201,7 +212,9 @@ class PiperVoice:
         the flow, if split off, runs as windows ask for frames)."""
         assert self.split is not None
         front = self.front(ids, config, list(self.split.front_outputs))
-        return Latent(front, self.flow_runner(), self.split.frame_inputs[0], self.split.flow_margin)
+        latent = Latent(front, self.flow_runner(), self.split.frame_inputs[0], self.split.flow_margin)
+        self.speed.record_frames(len(ids), latent.frames)
+        return latent
 
     def flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None:
         """The split-off flow as a function of its inputs (None: the front ends at the decoder)."""
@@ -221,23 +234,28 @@ class PiperVoice:
         return self._checked(self._run(self.session, self._feeds(ids, config))[0])
 
     def stream(
-        self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False
+        self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False,
+        windows: Windows | None = None,
     ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
-        concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`)."""
+        concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`).
+        ``windows``: the schedule (default: the voice's StreamingOptions; :func:`.lead.plan_text`
+        picks one for this machine's speed), whose ``fast`` overrides ``fast_start``."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
-        if fast_start and self.split.durations and fast_start_applies(ids, options):
-            fast = stream_fast(self, ids, config, options)
+        windows = windows or Windows(options.first_frames, options.growth,
+                                     options.fast_start_ids if fast_start else 0)
+        if windows.prefix and self.split.durations and fast_start_applies(ids, windows.prefix):
+            fast = stream_fast(self, ids, config, options, windows)
             if fast is not None:
                 yield from fast
                 return
         latent = self.latent(ids, config)
-        windows = plan_windows(latent.frames, options.first_frames, options.growth, options.max_frames)
+        spans = plan_windows(latent.frames, windows.first, windows.growth, options.max_frames)
         fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
-        pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, windows, fade)
+        pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, spans, fade)
         for index, piece in enumerate(pieces):
-            yield piece, index == len(windows) - 1
+            yield piece, index == len(spans) - 1
 
     # -- audio -> chunks ----------------------------------------------------------
     def _finish(self, audio: np.ndarray, config: SynthesisConfig, *, streamed: bool = False) -> np.ndarray:
@@ -289,29 +307,50 @@ class PiperVoice:
         if not any(isinstance(item, Sentence) for item in plan):
             source = text.source if isinstance(text, Prepared) else text
             raise UnspeakableTextError(f"nothing speakable in {_preview(source)}")
-        # Fast start (opt-in) only where first audio waits on it: the text's first sentence.
+        # Fast start only where first audio waits on it: the text's first sentence.
         first_sentence = next(i for i, item in enumerate(plan) if isinstance(item, Sentence))
+        items = self._items(plan[first:], first_sentence - first)
+        shape = Shape(self.split, (self.streaming or StreamingOptions()) if streamed else None, self.sample_rate)
+        schedule = plan_text(items, shape, self.speed)
+        chunks = self._chunks(plan, first, config, schedule.windows)
+        head = next(chunks, None)
+        if head is None:
+            return
+        # Reckoned again once the first chunk is out: the speed model then has this text's first runs.
+        yield replace(head, lead_s=lead_s(items, shape, self.speed, schedule.windows))
+        yield from chunks
+
+    def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
+        """``plan`` as :mod:`.lead` sees it: ids of each sentence, length of each pause."""
+        return [Item(pause_s=item.seconds) if isinstance(item, Pause) else
+                Item(ids=len(self.frontend.phoneme_ids(item.phonemes)), rate=item.rate,
+                     first_in_text=index == fast_index)
+                for index, item in enumerate(plan)]
+
+    def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,
+                windows: Sequence[Windows | None]) -> Iterator[AudioChunk]:
         for index, item in enumerate(plan):
             if index < first:
                 continue
+            schedule = windows[index - first]
             if isinstance(item, Pause):
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
                 yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
             else:
-                yield from self._speak(item, index, config, streamed, fast_start=index == first_sentence)
+                yield from self._speak(item, index, config, schedule)
 
     def _speak(
-        self, sentence: Sentence, index: int, config: SynthesisConfig, streamed: bool, *, fast_start: bool
+        self, sentence: Sentence, index: int, config: SynthesisConfig, windows: Windows | None
     ) -> Iterator[AudioChunk]:
-        """The chunks of one sentence: its windows (streamed) or the whole of it."""
+        """The chunks of one sentence: its ``windows`` (streamed) or the whole of it (None)."""
         ids = self.frontend.phoneme_ids(sentence.phonemes)
         if sentence.rate != 1.0 or sentence.volume != 1.0:
             length = config.length_scale if config.length_scale is not None else self.config.length_scale
             config = replace(config, length_scale=length / sentence.rate, volume=config.volume * sentence.volume)
-        if streamed:
+        if windows is not None:
             # Each window is yielded as soon as it is decoded (not when the next one is:
             # that would put the second window's time into the first audio).
-            for piece, last in self.stream(ids, config, fast_start=fast_start):
+            for piece, last in self.stream(ids, config, windows=windows):
                 yield AudioChunk(
                     audio=self._finish(piece, config, streamed=True),
                     sample_rate=self.sample_rate,

@@ -1,0 +1,230 @@
+"""When playback may start, and the windows that make it soonest (issue 14).
+
+A listener hears a stutter when a chunk arrives after the audio before it has
+played.  Given what the voice will run for a text (the windows and flow spans
+of :mod:`.streaming` and :mod:`.fast_start`) and what each run costs on this
+machine (:class:`~.speed.SpeedModel`), the chunks' ready times are predicted;
+playback starting at S never waits for chunk k when S >= ready_k - (audio
+before k).  The plan picks, sentence by sentence, the window schedule (first
+window, growth, fast start or not) that makes S smallest, and the lead is S
+minus the first chunk's ready time.
+
+On a fast machine every schedule keeps up: the first window is the smallest
+(first audio soonest) and windows grow to the largest (fewest seams, least
+CPU).  Where decoding is barely faster than real time, small windows cost
+more than they play (each is decoded with 2 x margin frames of context), so
+the plan starts with larger ones and a lead instead of a stutter; on a board
+too slow for real time the lead is what it takes, and the text starts later
+rather than stopping mid-word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from edgetts.voice.piper.graph_split import SplitModels
+from edgetts.voice.piper.speed import SpeedModel
+from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
+from edgetts.voice.piper.windows import StreamingOptions, plan_windows
+
+SAFETY = 1.08
+"""Predicted run times are stretched by this much: the fit follows the last few sentences, and a
+run can be slower than its neighbours (a busy core, a page fault)."""
+
+PAD_S = 0.05
+"""Added to a lead that is needed at all: the device starts a little after the first write."""
+
+_FIRSTS = (4, 8, 16, 24, 32, 48, 64, 96, 128)
+_GROWTHS = (1.5, 2.0, 3.0, 8.0)
+_PREFIXES = (1.0, 1.5, 2.0)
+"""Fast start's prefix, in units of StreamingOptions.fast_start_ids: a longer one plays longer before the
+whole sentence's encoder run (which then has more audio in hand), but starts later."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a text as the voice will run it: a sentence of ``ids`` ids or a pause."""
+
+    ids: int = 0
+    pause_s: float = 0.0
+    rate: float = 1.0
+    first_in_text: bool = False
+    """The text's first sentence: its schedule is chosen for the soonest start, the others' for the
+    least CPU that keeps up."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How the voice runs: its split (None: whole model), streaming options (None: whole sentences)."""
+
+    split: SplitModels | None
+    options: StreamingOptions | None
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class Windows:
+    """A streamed sentence's schedule: first window, growth, and fast start's prefix (ids; 0 = exact)."""
+
+    first: int
+    growth: float
+    prefix: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Per item its windows (None: a pause or a whole sentence), and the lead of the text."""
+
+    windows: tuple[Windows | None, ...]
+    lead_s: float
+
+
+class _Clock:
+    """Predicted compute and audio of the chunks so far: S, the earliest start that never waits."""
+
+    def __init__(self) -> None:
+        self.ready = 0.0
+        self.heard = 0.0
+        self.first: float | None = None
+        self.start = 0.0
+
+    def add(self, chunks: Sequence[tuple[float, float]]) -> None:
+        for compute, audio in chunks:
+            self.ready += compute * SAFETY
+            if self.first is None:
+                self.first = self.ready
+            self.start = max(self.start, self.ready - self.heard)
+            self.heard += audio
+
+    def trial(self, chunks: Sequence[tuple[float, float]]) -> tuple[float, float]:
+        """(S, compute) if ``chunks`` came next."""
+        ready, heard, start = self.ready, self.heard, self.start
+        for compute, audio in chunks:
+            ready += compute * SAFETY
+            start = max(start, ready - heard)
+            heard += audio
+        return start, ready
+
+    @property
+    def lead(self) -> float:
+        lead = self.start - (self.first or 0.0)
+        return lead + PAD_S if lead > 1e-6 else 0.0
+
+
+def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
+    """The schedule of each sentence of ``items`` that starts playback soonest, and its lead.
+
+    Sentence by sentence: for the text's first one, the voice's own schedule (smallest first
+    window) if it keeps up, else the schedule that starts soonest (the cheaper of two within
+    2 %); for later ones, the cheapest that keeps up (largest windows, fewest seams), else the
+    soonest.  Exact decoding is
+    preferred to fast start, which is tried only where it is needed.
+    """
+    clock = _Clock()
+    chosen: list[Windows | None] = []
+    for item in items:
+        options = shape.options
+        if item.ids <= 0 or options is None or shape.split is None:
+            clock.add(_chunks(item, shape, speed, None))
+            chosen.append(None)
+            continue
+        windows = _choose(clock, item, shape, options, speed)
+        clock.add(_chunks(item, shape, speed, windows))
+        chosen.append(windows)
+    return Plan(tuple(chosen), clock.lead)
+
+
+def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, speed: SpeedModel) -> Windows:
+    best: tuple[float, float, Windows] | None = None
+    for index, windows in enumerate(_candidates(item, options)):
+        chunks = _chunks(item, shape, speed, windows)
+        start, compute = clock.trial(chunks)
+        floor = clock.start if clock.first is not None else chunks[0][0] * SAFETY
+        if start <= floor + 1e-6 and (index == 0 or not item.first_in_text):
+            # Keeps up: for later sentences the cheapest that does; for the first, the
+            # voice's own schedule (smallest first window) if it does, else the soonest start.
+            return windows
+        if best is None or start < best[0] - 0.02 * best[0] or (start <= best[0] * 1.02 and compute < best[1]):
+            best = (start, compute, windows)
+    assert best is not None
+    return best[2]
+
+
+def lead_s(items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None]) -> float:
+    """The lead of ``items`` run with ``windows`` (reckoned again with the speed model as it is now)."""
+    clock = _Clock()
+    for item, schedule in zip(items, windows):
+        clock.add(_chunks(item, shape, speed, schedule))
+    return clock.lead
+
+
+def _candidates(item: Item, options: StreamingOptions) -> list[Windows]:
+    """Schedules in order of preference (see :func:`plan_text`)."""
+    largest = options.max_frames
+    firsts = sorted({min(f, largest) for f in (*_FIRSTS, options.first_frames)})
+    if not item.first_in_text:
+        firsts.reverse()
+    exact = [Windows(options.first_frames, options.growth)] if item.first_in_text else []
+    exact += [Windows(f, g) for f in firsts for g in _GROWTHS if f < largest or g == _GROWTHS[-1]]
+    limit = options.fast_start_ids
+    prefixes = [round(limit * p) for p in _PREFIXES if limit > 0 and item.ids > round(limit * p) * 1.5]
+    return exact + [replace(w, prefix=p) for p in prefixes for w in exact]
+
+
+def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
+    """Predicted (seconds of runs before it is ready, seconds of audio) of each chunk of ``item``."""
+    if item.ids <= 0:
+        return [(0.0, item.pause_s)]
+    frames = max(1, round(item.ids * speed.frames_per_id / max(item.rate, 0.1)))
+    split = shape.split
+    if split is None:
+        return [(speed.cost("whole")(item.ids), frames * 256 / shape.sample_rate)]
+    if windows is None or shape.options is None:
+        cost = speed.cost("front")(item.ids) + speed.cost("tail")(frames)
+        if split.flow is not None:
+            cost += speed.cost("flow")(frames)
+        return [(cost, frames * split.hop / shape.sample_rate)]
+    return _streamed(item, frames, split, shape.options, windows, shape.sample_rate, speed)
+
+
+def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOptions, windows: Windows,
+              rate: int, speed: SpeedModel) -> list[tuple[float, float]]:
+    front = speed.cost("front")
+    largest = options.max_frames
+    if windows.prefix and split.durations:
+        limit = windows.prefix
+        kept = round((limit - max(4, limit // 4)) * speed.frames_per_id / max(item.rate, 0.1))
+        safe = kept - FLOW_REACH - split.margin
+        if safe >= 2 * options.first_frames:
+            head = _decode(kept, plan_windows(safe, windows.first, windows.growth, largest), split, rate, speed, 0)
+            following = min(largest, int(windows.first * windows.growth))
+            rest = [(safe + a, safe + b) for a, b in plan_windows(frames - safe, following, windows.growth, largest)]
+            tail = _decode(frames, rest, split, rate, speed, safe + split.margin)
+            head[0] = (head[0][0] + front(limit), head[0][1])
+            tail[0] = (tail[0][0] + front(item.ids), tail[0][1])
+            return head + tail
+    out = _decode(frames, plan_windows(frames, windows.first, windows.growth, largest), split, rate, speed, 0)
+    out[0] = (out[0][0] + front(item.ids), out[0][1])
+    return out
+
+
+def _decode(frames: int, windows: Sequence[tuple[int, int]], split: SplitModels, rate: int, speed: SpeedModel,
+            exact: int) -> list[tuple[float, float]]:
+    """Cost and audio of decoding ``windows`` of a sentence of ``frames`` frames, the flow run in the
+    spans :class:`~.streaming.Latent` runs (from frame ``exact``, what is already known)."""
+    tail, flow = speed.cost("tail"), speed.cost("flow")
+    ready = exact
+    out: list[tuple[float, float]] = []
+    for start, end in windows:
+        lo, hi = max(0, start - split.margin), min(frames, end + split.margin)
+        cost = tail(hi - lo)
+        while split.flow is not None and hi > ready:
+            first = ready == 0
+            run_lo, run_hi, keep_hi = flow_span(exact, hi, frames, split.flow_margin, first=first)
+            cost += flow(run_hi - run_lo)
+            if not first or run_hi - keep_hi >= FLOW_REACH or run_hi == frames:
+                exact = keep_hi
+            ready = keep_hi
+        out.append((cost, (end - start) * split.hop / rate))
+    return out
