@@ -93,14 +93,15 @@ class VoiceModelSettings:
     threads: int | None = None
     """Inference threads; None = one per inference core (cpu.inference_cores)."""
 
-    streaming: bool = False
-    """Decode each sentence in windows: first audio in tens of ms instead of a whole
-    sentence's synthesis, at ~10 % more total CPU (docs/streaming.md); Piper voices only."""
+    streaming: bool = True
+    """Decode each sentence in windows planned for this machine's measured speed: first audio
+    in tens of ms instead of after a whole sentence's synthesis, never running dry (issue 14,
+    docs/streaming.md); false = whole sentences, like piper-tts.  Piper voices only."""
 
-    fast_start_ids: int = 0
-    """With streaming: a first sentence longer than 1.5x this many phoneme ids starts from
-    the encoder run on its first ids only (first audio no longer grows with its length; its
-    first words differ slightly from whole-sentence output).  0 = off (exact)."""
+    fast_start_ids: int = 64
+    """With streaming: where it starts sooner, a sentence longer than 1.5x this many phoneme
+    ids starts from the encoder run on its first ids only (first audio no longer grows with
+    its length; its first words differ slightly from whole-sentence output).  0 = never."""
 
     max_sentence_ids: int = 400
     """Piper voices: the most phoneme ids of one model run; a longer sentence is spoken in
@@ -129,8 +130,6 @@ class VoiceModelSettings:
             raise FieldError(("threads",), "must be 1-64")
         if not 0 <= self.fast_start_ids <= 4096:
             raise FieldError(("fast_start_ids",), "must be 0-4096 (0 = off)")
-        if self.fast_start_ids and not self.streaming:
-            raise FieldError(("fast_start_ids",), "needs streaming: true")
         if not 32 <= self.max_sentence_ids <= 4096:
             raise FieldError(("max_sentence_ids",), "must be 32-4096")
         if self.length_scale is not None and not 0.1 <= self.length_scale <= 10:

@@ -144,7 +144,7 @@ def test_render_of_a_streaming_voice_stores_sentences_the_daemon_plays(tmp_path:
     """Issue 12: render stored a streaming voice's windows as if they were sentences."""
     cache = tmp_path / "cache"
     config = tmp_path / "daemon.yaml"
-    config.write_text(config_yaml(mosquitto, "render-stream", voice_extra="streaming: true",
+    config.write_text(config_yaml(mosquitto, "render-stream", streaming=True,
                                   extra=f"cache:\n  dir: {cache}\n  max_mb: 50\n"))
     text = "Platform 3 for the 10:15 to Leeds. Mind the gap."  # each sentence in several windows
     phrases = tmp_path / "p.txt"

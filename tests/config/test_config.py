@@ -88,7 +88,7 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("audio:\n  sample_format: int8\n", "F:2 audio/sample_format: expected one of"),
         # (issue 6: a missing voice file is no config error any more: the daemon starts on clips)
         ("voice:\n  model: ''\n", "F:2 voice/model: must not be empty"),
-        ("voice:\n  fast_start_ids: 64\n", "F:2 voice/fast_start_ids: needs streaming: true"),
+        ("voice:\n  streaming: false\n  fast_start_ids: 5000\n", "F:3 voice/fast_start_ids: must be 0-4096"),
         ("voice:\n  streaming: true\n  fast_start_ids: -1\n", "F:3 voice/fast_start_ids: must be 0-4096"),
         ("fallback:\n  rules:\n    - match: 'fire('\n      clip: alarm\n", "F:3 fallback/rules/0/match: bad regular"),
         ("fallback:\n  rules:\n    - match: fire\n      clip: ../x\n",

@@ -51,9 +51,11 @@ def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
     from edgetts.config import Config
     from edgetts.daemon.phrase_cache import phrase_key
 
-    whole = Config()
-    streamed = replace(whole, voice=replace(whole.voice, streaming=True))
+    default = Config()
+    whole = replace(default, voice=replace(default.voice, streaming=False))
+    streamed = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=0))
     fast = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=64))
+    assert default.voice == fast.voice  # issue 14: streaming with fast start is the default
     keys = {phrase_key(c, whole.voice.name, "h1", "Mind the gap.", SynthesisConfig())
             for c in (whole, streamed, fast)}
     assert len(keys) == 3

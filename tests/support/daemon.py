@@ -26,15 +26,21 @@ from support.probe import Probe
 
 def config_yaml(broker: Broker, device: str, *, extra: str = "", mqtt_extra: str = "",
                 audio_extra: str = "", voice_extra: str = "", queue_extra: str = "",
-                device_extra: str = "", port: int | None = None, keepalive_s: float = 0) -> str:
-    """A daemon config for the test broker (deterministic voice, long idle close)."""
+                device_extra: str = "", port: int | None = None, keepalive_s: float = 0,
+                streaming: bool = False) -> str:
+    """A daemon config for the test broker (deterministic voice, long idle close).
+
+    Whole sentences unless ``streaming``: their samples are what a reference voice in the test
+    gives bit for bit, where a streamed voice's windows follow the machine's measured speed
+    (issue 14), so their seams move with a busy CI machine."""
     ind = lambda s: "".join(f"  {line}\n" for line in s.splitlines() if line.strip())  # noqa: E731
     return (
         f"device:\n  id: {device}\n{ind(device_extra)}"
         f"mqtt:\n  host: 127.0.0.1\n  port: {port or broker.port}\n  topic_prefix: test\n"
         f"  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n{ind(mqtt_extra)}"
         f"audio:\n  close_idle_s: 600\n{ind(audio_extra)}"
-        f"voice:\n  noise_scale: 0\n  noise_w: 0\n  threads: 1\n{ind(voice_extra)}"
+        f"voice:\n  noise_scale: 0\n  noise_w: 0\n  threads: 1\n  streaming: {str(streaming).lower()}\n"
+        f"{ind(voice_extra)}"
         f"queue:\n  dedup_window_s: 600\n{ind(queue_extra)}"
         # keepalive off unless a test sets it: its inference would show in FakeVoice.calls
         f"keepalive:\n  interval_s: {keepalive_s}\n"

@@ -247,7 +247,11 @@ def test_daemon_voice_settings_reach_the_streaming_voice() -> None:
     fast = load_configured_voice(VoiceModelSettings(threads=1, streaming=True, fast_start_ids=64), text)
     assert isinstance(fast, PiperVoice) and fast.streaming is not None
     assert fast.streaming.fast_start_ids == 64
-    exact = load_configured_voice(VoiceModelSettings(threads=1, streaming=True), text)
+    exact = load_configured_voice(VoiceModelSettings(threads=1, fast_start_ids=0), text)
     assert isinstance(exact, PiperVoice) and exact.streaming is not None and exact.streaming.fast_start_ids == 0
-    whole = load_configured_voice(VoiceModelSettings(threads=1), text)
+    whole = load_configured_voice(VoiceModelSettings(threads=1, streaming=False), text)
     assert isinstance(whole, PiperVoice) and whole.streaming is None
+    # Issue 14: streaming with fast start is the default.
+    default = load_configured_voice(VoiceModelSettings(threads=1), text)
+    assert isinstance(default, PiperVoice) and default.streaming is not None
+    assert default.streaming.fast_start_ids == 64
