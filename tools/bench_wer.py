@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Intelligibility of the default (streaming with fast start) against whole sentences.
+
+pocketsphinx word error rate over the spoken corpus (tests/data/spoken_corpus.tsv:
+the announcement lines and their hand-written spoken forms), as the daemon speaks
+them (normaliser on), for each noise seed: onnxruntime is seeded before each text,
+the same seed for every mode, so the modes differ only in how they decode.  Each
+file is decoded by a fresh pocketsphinx decoder (its live cepstral-mean
+normalisation otherwise carries over from one utterance to the next and moves a
+figure by ~1.5 points with the order of decoding, ../shared/notes/benchmarking.md).
+
+    python tools/bench_wer.py [--seeds 0 1 2] [--threads 2] [--json OUT]
+
+Modes: `default` (the daemon's default voice settings), `whole` (voice.streaming
+false), `fast_forced` (fast start on every first sentence over 96 ids, whatever
+the plan would pick: the worst case of its intelligibility).  Plans follow this
+machine's measured speed, as in the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import numpy as np
+
+from support.asr import transcribe, word_error_rate
+
+MODES = ("default", "whole", "fast_forced")
+
+
+def _corpus() -> list[tuple[str, list[str]]]:
+    rows = (ROOT / "tests" / "data" / "spoken_corpus.tsv").read_text(encoding="utf-8").splitlines()
+    return [(text, spoken.split()) for text, spoken in (row.split("\t") for row in rows if row.strip())]
+
+
+def _voices(threads: int) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from edgetts.config import Config
+    from edgetts.daemon.assets import load_configured_voice
+
+    config = Config()
+    default = replace(config.voice, threads=threads)
+    return {
+        "default": load_configured_voice(default, config.text_options()),
+        "whole": load_configured_voice(replace(default, streaming=False), config.text_options()),
+    }
+
+
+def _speak(voice: Any, text: str, mode: str) -> np.ndarray:
+    from edgetts.engine import SynthesisConfig
+
+    config = SynthesisConfig()
+    if mode == "fast_forced":
+        from edgetts.voice.piper.lead import Windows
+
+        options = voice.streaming
+        plan = voice.frontend.plan(text)
+        parts = []
+        first = True
+        for item in plan:
+            if not hasattr(item, "phonemes"):
+                parts.append(np.zeros(round(item.seconds * voice.sample_rate), np.float32))
+                continue
+            ids = voice.frontend.phoneme_ids(item.phonemes)
+            windows = Windows(options.first_frames, options.growth, options.fast_start_ids if first else 0)
+            parts += [voice._finish(p, config, streamed=True) for p, _ in voice.stream(ids, config, windows=windows)]
+            first = False
+        return np.concatenate(parts)
+    return np.concatenate([c.audio for c in voice.synthesize(text, config)])
+
+
+def measure(seeds: list[int], threads: int) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    voices = _voices(threads)
+    corpus = _corpus()
+    per_seed: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for seed in seeds:
+        scores: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for text, reference in corpus:
+            for mode in MODES:
+                ort.set_seed(seed)
+                voice = voices["whole" if mode == "whole" else "default"]
+                audio = _speak(voice, text, mode)
+                scores[mode].append(word_error_rate(reference, transcribe(audio, voice.sample_rate)))
+        for mode in MODES:
+            per_seed[mode].append(statistics.fmean(scores[mode]))
+        print(f"seed {seed}: " + ", ".join(f"{m} {per_seed[m][-1]:.3f}" for m in MODES), flush=True)
+    out: dict[str, Any] = {"seeds": seeds, "lines": len(corpus), "threads": threads}
+    for mode in MODES:
+        out[mode] = {"wer_mean": statistics.fmean(per_seed[mode]), "wer_per_seed": per_seed[mode],
+                     "wer_min": min(per_seed[mode]), "wer_max": max(per_seed[mode])}
+    out["default_minus_whole"] = out["default"]["wer_mean"] - out["whole"]["wer_mean"]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = measure(args.seeds, args.threads)
+    print(json.dumps({m: round(result[m]["wer_mean"], 3) for m in MODES}))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
