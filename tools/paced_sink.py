@@ -52,7 +52,7 @@ def available() -> str | None:
 class Recording:
     """``parec`` capturing ``cap.monitor`` into a raw file until ``stop()``."""
 
-    def __init__(self, sink: PacedSink, path: Path) -> None:
+    def __init__(self, sink: PacedSink, path: Path, wait: bool = True) -> None:
         self._path = path
         self._out = path.open("wb")
         self._proc = subprocess.Popen(
@@ -63,7 +63,20 @@ class Recording:
              "--volume=65536"],
             stdout=self._out, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
         self.started_mono: float = time.monotonic()
+        """time.monotonic() when parec started; once its first samples are in (``wait``), refined
+        to the time of the recording's first sample (parec connects some ms after it starts)."""
         self._samples: np.ndarray | None = None
+        if wait:
+            self._wait_first_samples(sink.rate)
+
+    def _wait_first_samples(self, rate: int, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._proc.poll() is None:
+            size = self._path.stat().st_size
+            if size > 0:
+                self.started_mono = time.monotonic() - size / 2 / rate
+                return
+            time.sleep(0.002)
 
     def stop(self) -> np.ndarray:
         """End parec; the int16 samples recorded (the same array on a second call)."""
@@ -163,7 +176,7 @@ class PacedSink:
         """Until the monitor delivers samples: for its first ~1.5 s here it gave a recorder none."""
         deadline = time.monotonic() + timeout
         probe = self.directory / "probe.raw"
-        rec = Recording(self, probe)
+        rec = Recording(self, probe, wait=False)
         try:
             while time.monotonic() < deadline:
                 if probe.stat().st_size > 0:
