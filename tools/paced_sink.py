@@ -57,10 +57,7 @@ class Recording:
         self._out = path.open("wb")
         self._proc = subprocess.Popen(
             ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", "--channels=1", "--format=s16le",
-             "--raw", f"--latency-msec={_PAREC_LATENCY_MS}",
-             # Without an explicit volume this parec (PulseAudio 16) delivered nothing from the
-             # monitor, whatever played (checked here); 65536 is unity gain.
-             "--volume=65536"],
+             "--raw", f"--latency-msec={_PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
             stdout=self._out, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
         self.started_mono: float = time.monotonic()
         """time.monotonic() when parec started; once its first samples are in (``wait``), refined
