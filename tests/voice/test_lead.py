@@ -1,0 +1,145 @@
+"""Issue 14: windows and playback lead planned from the voice's measured speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgetts.voice.catalog import default_voice_path
+from edgetts.voice.model_cache import default_cache_dir
+from edgetts.voice.onnx_session import RuntimeOptions
+from edgetts.voice.piper.lead import Item, Shape, Windows, _chunks, lead_s, plan_text
+from edgetts.voice.piper.speed import Cost, SpeedModel
+from edgetts.voice.piper.voice import PiperVoice
+from edgetts.voice.piper.windows import StreamingOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {"front": Cost(0.005, 0.00025), "flow": Cost(0.003, 0.00014), "tail": Cost(0.0, 0.0008)}
+"""This machine at 1 thread: decoding ~10x faster than real time."""
+PI4 = {"front": Cost(0.05, 0.0017), "flow": Cost(0.03, 0.0011), "tail": Cost(0.0, 0.0071)}
+"""About a Pi 4 core (whole sentences at RTF ~0.8)."""
+TOO_SLOW = {kind: Cost(c.fixed * 2, c.per_unit * 2) for kind, c in PI4.items()}
+"""A board too slow for real time."""
+
+
+@pytest.fixture(scope="module")
+def shape() -> Shape:
+    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
+                            streaming=StreamingOptions(fast_start_ids=64))
+    assert voice.split is not None
+    return Shape(voice.split, voice.streaming, voice.sample_rate)
+
+
+def _dry_seconds(items: list[Item], shape: Shape, speed: SpeedModel, windows: tuple[Windows | None, ...],
+                 lead: float) -> float:
+    """How long playback starting ``lead`` after the first chunk would wait, at the costs predicted."""
+    ready, play, waited = 0.0, None, 0.0
+    for item, schedule in zip(items, windows):
+        for compute, audio in _chunks(item, shape, speed, schedule):
+            ready += compute
+            if play is None:
+                play = ready + lead
+            waited += max(0.0, ready - play)
+            play = max(play, ready) + audio
+    return waited
+
+
+TEXT = [Item(ids=140, first_in_text=True), Item(ids=60), Item(pause_s=0.3), Item(ids=220)]
+
+
+def test_a_fast_machine_plays_the_first_small_window_at_once(shape: Shape) -> None:
+    plan = plan_text(TEXT, shape, SpeedModel(assumed=FAST))
+    assert plan.lead_s == 0.0
+    first = plan.windows[0]
+    assert first is not None and first.first == 4  # 46 ms: first audio as soon as can be
+    later = [w for w in plan.windows[1:] if w is not None]
+    assert later and all(w.first >= 64 for w in later)  # fewest seams once it keeps up
+
+
+@pytest.mark.parametrize("costs", [PI4, TOO_SLOW], ids=["pi4", "too-slow"])
+def test_a_slow_board_gets_a_lead_that_never_runs_dry(shape: Shape, costs: dict[str, Cost]) -> None:
+    speed = SpeedModel(assumed=costs)
+    plan = plan_text(TEXT, shape, speed)
+    assert plan.lead_s > 0
+    assert _dry_seconds(TEXT, shape, speed, plan.windows, plan.lead_s) == 0.0
+    # the lead is needed: started at the first chunk, the same plan would wait
+    assert _dry_seconds(TEXT, shape, speed, plan.windows, 0.0) > 0.2
+    assert lead_s(TEXT, shape, speed, plan.windows) == pytest.approx(plan.lead_s)
+    # small first windows cost more than they play there: the plan starts bigger
+    first = plan.windows[0]
+    assert first is not None and first.first > 4
+
+
+def test_the_lead_grows_as_the_board_slows(shape: Shape) -> None:
+    leads = [plan_text(TEXT, shape, SpeedModel(assumed=c)).lead_s for c in (FAST, PI4, TOO_SLOW)]
+    assert leads[0] < leads[1] < leads[2]
+    audio = sum(a for item in TEXT for _, a in _chunks(item, shape, SpeedModel(assumed=TOO_SLOW), None))
+    assert leads[2] > 0.5 * audio  # twice too slow: about half the text must be in hand
+
+
+def test_the_speed_model_learns_from_runs() -> None:
+    speed = SpeedModel()
+    for size in (10, 40, 80, 120, 160):
+        speed.record("tail", size, 0.002 + 0.01 * size)
+    cost = speed.cost("tail")
+    assert cost.per_unit == pytest.approx(0.01, rel=0.01) and cost.fixed == pytest.approx(0.002, abs=1e-3)
+    for _ in range(60):  # the board slows down: the latest runs win
+        speed.record("tail", 100, 3.0)
+    assert speed.cost("tail")(100) == pytest.approx(3.0, rel=0.05)
+    assert SpeedModel(assumed=FAST).cost("tail") == FAST["tail"]
+
+
+_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from slowboard import CpuQuota
+from edgetts.config import Config
+from edgetts.daemon.assets import load_configured_voice
+from edgetts.engine import SynthesisConfig
+config = Config()
+voice = load_configured_voice(config.voice.__class__(threads=1), config.text_options())
+lines = [l.strip() for l in open(sys.argv[2]) if l.strip()][:3]
+out = []
+with CpuQuota(float(sys.argv[3])) as quota:
+    quota.add(__import__("os").getpid())
+    list(voice.synthesize("Testing the voice once.", SynthesisConfig()))  # what the daemon's load runs
+    for line in lines:
+        t0, chunks = time.perf_counter(), []
+        for chunk in voice.synthesize(line, SynthesisConfig()):
+            chunks.append((time.perf_counter() - t0, chunk.duration_s, chunk.lead_s))
+        out.append(chunks)
+print(json.dumps(out))
+"""
+
+
+def _waits(chunks: list[list[float]], use_lead: bool) -> float:
+    play, waited = None, 0.0
+    for ready, audio, lead in chunks:
+        if play is None:
+            play = ready + (lead if use_lead else 0.0)
+        waited += max(0.0, ready - play - 0.02)  # 20 ms: the device's own buffer
+        play = max(play, ready) + audio
+    return waited
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup").is_dir(), reason="needs root and cgroups")
+def test_under_a_cpu_quota_the_default_voice_plays_without_a_gap(tmp_path: Path) -> None:
+    # The real default voice, its process slowed to a fifth of a core (streaming RTF ~0.6 here):
+    # the chunks as they come, played from the first one plus its lead, never run dry.
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(ROOT / "tools"), str(ROOT / "tests" / "data" / "announcements.txt"),
+         "0.2"], capture_output=True, text=True, timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(lines) == 3
+    assert [_waits(c, use_lead=True) for c in lines] == [0.0, 0.0, 0.0]
+    # the control: the same chunks played from the first one stop and wait
+    assert sum(_waits(c, use_lead=False) for c in lines) > 0.1
+    assert all(c[0][2] > 0 for c in lines)
