@@ -269,13 +269,20 @@ class Event:
     cached: bool | None = None
     """On `started`: true when the speech came from the phrase cache."""
 
+    voice: str | None = None
+    """On `started` of synthesized speech: the configured voice it was asked of."""
+
+    variant: str | None = None
+    """On `started`: the voice's `degrade_to` that spoke instead, because the voice is too slow
+    on this board (`reason` then says how slow, issue 14); absent when the voice itself spoke."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached"):
+        for key in ("clip", "detail", "cached", "voice", "variant"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -289,7 +296,8 @@ class Event:
         return cls(
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
             latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
-            detail=obj.get("detail"), cached=obj.get("cached"),
+            detail=obj.get("detail"), cached=obj.get("cached"), voice=obj.get("voice"),
+            variant=obj.get("variant"),
         )
 
 
@@ -329,6 +337,14 @@ class Status:
     keepalive: dict[str, float] | None = None
     """Keepalive runs and CPU cost: runs, preempted, cpu_s_per_run, cpu_s_per_hour, interval_s."""
 
+    rtf_1min: float | None = None
+    """Real-time factor of all synthesis over the last minute (wall seconds per second of audio);
+    None without runs in that minute (issue 14)."""
+
+    speed: dict[str, Any] | None = None
+    """The measured synthesis speed (edgetts.daemon.speed.Governor.status): rtf_1min, runs_1min,
+    audio_s_1min, compute_s_1min, voices (each: rtf_1min, rtf_load), variants_in_use."""
+
     STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
 
     def to_payload(self) -> bytes:
@@ -345,6 +361,9 @@ class Status:
         }
         if self.keepalive is not None:
             obj["keepalive"] = self.keepalive
+        obj["rtf_1min"] = self.rtf_1min
+        if self.speed is not None:
+            obj["speed"] = self.speed
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
     @classmethod
@@ -357,7 +376,8 @@ class Status:
             queue_depth=int(obj.get("queue_depth", 0)), locked_bytes=int(obj.get("locked_bytes", 0)),
             degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
             voices=tuple(obj.get("voices", ())), current=obj.get("current"),
-            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"),
+            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"), rtf_1min=obj.get("rtf_1min"),
+            speed=obj.get("speed"),
         )
 
 
