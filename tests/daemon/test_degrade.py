@@ -93,6 +93,13 @@ def test_a_file_variant_loads_with_the_voice_and_a_bad_one_is_degraded_at_load(
         second = rig.say("f2", "Second one.")
         assert second["variant"] == "/v/fast.onnx" and "Second one." in fast.calls
 
+        # A reload that does not touch the voice keeps its variant as loaded.
+        config.write_text(config.read_text().replace("dedup_window_s: 600", "dedup_window_s: 601"))
+        rig.daemon.request_reload()
+        rig.probe.wait(lambda p: rig.daemon.config.queue.dedup_window_s == 601, 15, "reload")
+        assert [model for model, _ in rig.loads] == ["default", "/v/fast.onnx"]
+        assert rig.say("f2b", "Third one.")["variant"] == "/v/fast.onnx"
+
         # A reload naming a file that does not load is refused: nothing fails at switch time.
         config.write_text(config.read_text().replace("/v/fast.onnx", "/v/missing.onnx"))
         rig.daemon.request_reload()
@@ -111,6 +118,12 @@ def test_a_file_variant_loads_with_the_voice_and_a_bad_one_is_degraded_at_load(
         assert rig.say("f3", "Hello there.")["voice"] == "default"
     finally:
         rig.close()
+
+
+def test_the_keepalive_measures_the_default_voice_while_idle(daemon_rig: Any) -> None:
+    rig: DaemonRig = daemon_rig(FakeVoice(delay_s=0.05), keepalive_s=1)
+    status = rig.probe.wait_status(lambda s: (s.get("speed") or {}).get("runs_1min", 0) >= 1, 15)
+    assert status["speed"]["voices"]["default"]["rtf_1min"] > 0 and status["rtf_1min"] is not None
 
 
 # ------------------------------------------------------------------ the real voice on a slow board
