@@ -210,6 +210,9 @@ class Playout:
     def stop_all(self) -> None:
         for running in list(self._running.values()):
             running.job.stop()
+            # Its model run ends now: a run still going when the interpreter exits aborts it
+            # (onnxruntime: "terminate called", exit -6 after SIGTERM mid-piece).
+            self._synth.abandon(running.job)
 
     def pending_deadline(self) -> float | None:
         """Monotonic time the current announcement's first speech is due by, while it is awaited."""
