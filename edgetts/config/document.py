@@ -65,6 +65,21 @@ class Config:
                 raise FieldError(("voices", name), f"{name!r} is not a valid voice name")
             if name == self.voice.name:
                 raise FieldError(("voices", name), "same name as voice/name")
+        self._check_degrade_to()
+
+    def _check_degrade_to(self) -> None:
+        """Each voice's degrade_to is another configured voice or a path to an .onnx file."""
+        names = self.all_voices()
+        for name, settings in names.items():
+            target = settings.degrade_to
+            path = ("voice",) if name == self.voice.name else ("voices", name)
+            if target is None or (target in names and target != name):
+                continue
+            if target == name:
+                raise FieldError(path + ("degrade_to",), "names this voice itself")
+            if not target.endswith(".onnx"):
+                raise FieldError(path + ("degrade_to",), f"{target[:80]!r} is neither a configured voice "
+                                 f"({', '.join(names)}) nor a path to an .onnx file")
 
     # -- derived values, so no caller recomputes them differently
     def text_options(self) -> TextOptions:

@@ -121,6 +121,15 @@ class VoiceModelSettings:
     speaker_id: int | None = None
     """Speaker of a multi-speaker voice; None = the first."""
 
+    degrade_rtf: float = 0.8
+    """Real-time factor (synthesis seconds per second of speech, over the last minute) above
+    which this voice is too slow for the board: announcements then use `degrade_to`, and
+    `degraded: speed` says so (issue 14: a slow board should speak faster, not stutter)."""
+
+    degrade_to: str | None = None
+    """The faster variant spoken while this voice is too slow: another configured voice's name,
+    or a path to a Piper *.onnx file (e.g. an int8 one from `edgetts quantize`); None = none."""
+
     def validate(self) -> None:
         if not self.model:
             raise FieldError(("model",), "must not be empty")
@@ -138,6 +147,11 @@ class VoiceModelSettings:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 2:
                 raise FieldError((name,), "must be 0-2")
+        if not 0.05 <= self.degrade_rtf <= 10:
+            raise FieldError(("degrade_rtf",), "must be 0.05-10")
+        # Whether degrade_to names a voice is checked by Config, which knows the voices.
+        if self.degrade_to is not None and not self.degrade_to:
+            raise FieldError(("degrade_to",), "must not be empty (null for none)")
 
 
 @dataclass(frozen=True)

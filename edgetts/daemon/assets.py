@@ -24,6 +24,7 @@ from edgetts.config import Config, VoiceModelSettings
 from edgetts.daemon.clips import ClipLibrary
 from edgetts.daemon.fallback import CompiledRule, compile_rules
 from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
+from edgetts.daemon.variants import Variant, file_variants, find_variant
 from edgetts.engine import SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.runtime.memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
@@ -90,14 +91,26 @@ def load_voices(todo: dict[str, VoiceModelSettings], text: TextOptions, loading:
 
 def measure_voice(voice: Voice, config: SynthesisConfig) -> float | None:
     """The voice's loudness on CALIBRATION_TEXT (dBFS, edgetts.audio.loudness); None if it cannot speak it."""
+    return calibrate(voice, config)[0]
+
+
+def calibrate(voice: Voice, config: SynthesisConfig) -> tuple[float | None, float | None]:
+    """The voice's loudness on CALIBRATION_TEXT and its real-time factor there (None, None if it cannot).
+
+    The RTF is the voice's cost at load: how the daemon compares a voice with its faster
+    variant while only one of them speaks (edgetts.daemon.speed).
+    """
+    t0 = time.perf_counter()
     try:
         chunks = list(voice.synthesize(CALIBRATION_TEXT, config))
     except Exception as exc:  # a voice that cannot speak shows at the first announcement (fallback)
         _LOGGER.warning("voice %s: loudness not measured: %s", voice.name, exc)
-        return None
-    if not chunks:
-        return None
-    return loudness_dbfs(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate)
+        return None, None
+    elapsed = time.perf_counter() - t0
+    audio_s = sum(c.duration_s for c in chunks)
+    if not chunks or audio_s <= 0:
+        return None, None
+    return loudness_dbfs(np.concatenate([c.audio for c in chunks]), chunks[0].sample_rate), elapsed / audio_s
 
 
 @dataclass(frozen=True)
@@ -109,9 +122,13 @@ class Assets:
     """``config.text_options()``, made once: every voice and every announcement's text is prepared with it."""
     voices: dict[str, Voice] = field(default_factory=dict)
     voice_errors: dict[str, str] = field(default_factory=dict)
-    """Why each configured voice that is not in ``voices`` did not load."""
+    """Why each configured voice that is not in ``voices`` (or .onnx variant not in ``variants``) did not load."""
+    variants: dict[str, Voice] = field(default_factory=dict)
+    """The .onnx `degrade_to` variants, by edgetts.daemon.variants.variant_key."""
     level_dbfs: dict[str, float | None] = field(default_factory=dict)
-    """Loudness of each voice on CALIBRATION_TEXT."""
+    """Loudness of each voice (and .onnx variant) on CALIBRATION_TEXT."""
+    speed_cost: dict[str, float] = field(default_factory=dict)
+    """Real-time factor of each voice (and .onnx variant) on CALIBRATION_TEXT at load."""
     digest: dict[str, str] = field(default_factory=dict)
     """edgetts.daemon.phrase_cache.voice_hash of each voice (only with a phrase cache)."""
     clips: ClipLibrary = field(default_factory=lambda: ClipLibrary(None, FALLBACK_RATE, None))
@@ -138,6 +155,14 @@ class Assets:
             return 1.0
         return float(10 ** ((target - level) / 20))
 
+    def variant(self, name: str) -> Variant | None:
+        """What speaks for voice ``name`` while it is too slow (its `degrade_to`), if that is loaded."""
+        found = find_variant(self.config, name, self.voices, self.variants)
+        if found is None:
+            return None
+        label, key, voice, settings = found
+        return Variant(label, key, voice, voice_synthesis_config(settings), self.speech_gain(key))
+
     def cache_key(self, voice_name: str, text: Prepared, config: SynthesisConfig) -> str | None:
         """The phrase-cache key of ``text`` in ``voice_name``; None without a cache or the voice's digest."""
         digest = self.digest.get(voice_name)
@@ -156,16 +181,24 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
     text = config.text_options()
     if previous is None:
         voices, errors = _load_tolerant(config, text, loading)
-        level, digest = _measure(config, voices, {}, {})
+        files, file_errors = _load_files(config, text, loading, None)
+        errors.update(file_errors)
+        level, digest, cost = _measure(config, voices, files, ({}, {}, {}))
         cache, cache_problem = _open_cache(config)
     else:
-        voices, level, digest = _reload_voices(config, text, loading, previous)
-        errors = {}
-        if config.cache == previous.config.cache:
+        voices, keep = _reload_voices(config, text, loading, previous)
+        files, errors = _load_files(config, text, loading, previous)
+        keep |= set(files) & set(previous.variants)
+        same_cache = config.cache == previous.config.cache
+        kept = ({n: v for n, v in previous.level_dbfs.items() if n in keep},
+                {n: v for n, v in previous.digest.items() if n in keep and same_cache},
+                {n: v for n, v in previous.speed_cost.items() if n in keep})
+        level, digest, cost = _measure(config, voices, files, kept)
+        if same_cache:
             cache, cache_problem = previous.cache, previous.problems.get("cache")
         else:
             cache, cache_problem = _open_cache(config)
-    assets = Assets(config, text, voices, errors, level, digest, cache=cache,
+    assets = Assets(config, text, voices, errors, files, level, cost, digest, cache=cache,
                     rules=compile_rules((r.match, r.clip) for r in config.fallback.rules))
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
     problems = {"voice": "; ".join(errors.values()) or None, "clips": _clip_problem(config, clips),
@@ -187,35 +220,63 @@ def _load_tolerant(config: Config, text: TextOptions, loading: Loading) -> tuple
 
 
 def _reload_voices(config: Config, text: TextOptions, loading: Loading, previous: Assets
-                   ) -> tuple[dict[str, Voice], dict[str, float | None], dict[str, str]]:
-    """Voices (loaded or kept), their loudness and digests for a reload to ``config``."""
+                   ) -> tuple[dict[str, Voice], set[str]]:
+    """Voices (loaded or kept) for a reload to ``config``, and the names of those kept."""
     old = previous.config
     old_voices, new_voices = old.all_voices(), config.all_voices()
-    # Text settings live in each voice's front end: a change reloads them all.
-    same_text = (old.normalize, old.lexicon) == (config.normalize, config.lexicon)
+    same_text = _same_text(old, config)
     keep = {n: v for n, v in previous.voices.items() if same_text and old_voices.get(n) == new_voices.get(n)}
     todo = {n: s for n, s in new_voices.items() if n not in keep}
-    voices = {**keep, **load_voices(todo, text, loading)}
-    same_cache = config.cache == old.cache
-    level = {n: v for n, v in previous.level_dbfs.items() if n in keep}
-    digest = {n: v for n, v in previous.digest.items() if n in keep and same_cache}
-    return (voices, *_measure(config, voices, level, digest))
+    return {**keep, **load_voices(todo, text, loading)}, set(keep)
 
 
-def _measure(config: Config, voices: dict[str, Voice], level: dict[str, float | None],
-             digest: dict[str, str]) -> tuple[dict[str, float | None], dict[str, str]]:
-    """Loudness (CALIBRATION_TEXT, also a warm-up run) and, with a cache, the hash of each voice not in hand."""
-    level, digest = dict(level), dict(digest)
+def _same_text(old: Config, new: Config) -> bool:
+    # Text settings live in each voice's front end: a change reloads them all.
+    return (old.normalize, old.lexicon) == (new.normalize, new.lexicon)
+
+
+def _load_files(config: Config, text: TextOptions, loading: Loading, previous: Assets | None
+                ) -> tuple[dict[str, Voice], dict[str, str]]:
+    """The .onnx degrade_to variants, and why each that did not load failed (on reload: raises)."""
+    todo = file_variants(config)
+    files: dict[str, Voice] = {}
+    if previous is not None and _same_text(previous.config, config):
+        old = file_variants(previous.config)
+        files = {k: v for k, v in previous.variants.items() if k in todo and old.get(k) == todo[k]}
+    errors: dict[str, str] = {}
+    for key, settings in todo.items():
+        if key in files:
+            continue
+        try:
+            files.update(load_voices({key: settings}, text, loading))
+        except EdgeTTSError as exc:
+            if previous is not None:
+                raise  # a reload is strict, as for voices
+            _LOGGER.error("%s", exc)
+            errors[key] = str(exc)
+    return files, errors
+
+
+Measured = tuple[dict[str, float | None], dict[str, str], dict[str, float]]
+
+
+def _measure(config: Config, voices: dict[str, Voice], files: dict[str, Voice], kept: Measured) -> Measured:
+    """Loudness and cost (CALIBRATION_TEXT, also a warm-up run) and, with a cache, the hash of
+    each voice not in ``kept`` (loudness, digests, costs); .onnx variants get no hash (never cached)."""
+    level, digest, cost = dict(kept[0]), dict(kept[1]), dict(kept[2])
     cache_on = config.cache.resolved_dir() is not None
-    for name, voice in voices.items():
+    settings = {**config.all_voices(), **file_variants(config)}
+    for name, voice in {**voices, **files}.items():
         if name not in level:
-            level[name] = measure_voice(voice, voice_synthesis_config(config.all_voices()[name]))
-        if cache_on and name not in digest:
+            level[name], rtf = calibrate(voice, voice_synthesis_config(settings[name]))
+            if rtf is not None:
+                cost[name] = rtf
+        if cache_on and name in voices and name not in digest:
             try:
                 digest[name] = voice_hash(voice)
             except OSError as exc:
                 _LOGGER.warning("voice %s: no phrase cache (cannot hash its files: %s)", name, exc)
-    return level, digest
+    return level, digest, cost
 
 
 def _clip_library(config: Config, rate: int, level: dict[str, float | None]) -> ClipLibrary:
@@ -276,5 +337,5 @@ def memory_problem(config: Config, voices: dict[str, Voice]) -> str | None:
 
 __all__ = [
     "CALIBRATION_TEXT", "FALLBACK_RATE", "Assets", "Loading", "VoiceLoader", "VoiceRuntime", "build_assets",
-    "load_configured_voice", "load_voices", "measure_voice", "memory_problem",
+    "calibrate", "load_configured_voice", "load_voices", "measure_voice", "memory_problem",
 ]

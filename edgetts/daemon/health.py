@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from edgetts import __version__
 from edgetts.daemon.messages import Degraded, Status
@@ -68,7 +69,8 @@ class Health:
         return changed
 
     def status(self, state: str, *, voice: str, queue_depth: int, voices: tuple[str, ...],
-               current: str | None, keepalive: dict[str, float] | None) -> Status:
+               current: str | None, keepalive: dict[str, float] | None,
+               speed: dict[str, Any] | None = None) -> Status:
         """The retained status as of now."""
         return Status(
             state=state,  # type: ignore[arg-type]
@@ -83,6 +85,8 @@ class Health:
             keepalive=keepalive,
             underruns=self._underruns,
             gap_ms=self._gap_ms,
+            rtf_1min=None if speed is None else speed.get("rtf_1min"),
+            speed=speed,
         )
 
 

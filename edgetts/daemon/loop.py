@@ -60,6 +60,7 @@ from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refuse
 from edgetts.daemon.scheduler import Scheduler
 from edgetts.daemon.sdnotify import Notifier
 from edgetts.daemon.sound_card import OutputStream
+from edgetts.daemon.speed import SpeedSample, timed_run
 from edgetts.daemon.synth import FallbackUsed, Synthesizer
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import AudioDeviceError
@@ -270,10 +271,9 @@ class Daemon:
         elif isinstance(msg, _RuntimeProblem):
             self._health.set(msg.what, msg.reason)
         elif isinstance(msg, _Connection):
-            if msg.ok:
-                self._health.clear("mqtt")
-            else:
-                self._health.set("mqtt", msg.reason)
+            self._health.update({"mqtt": None if msg.ok else msg.reason})
+        elif isinstance(msg, SpeedSample):
+            self._playout.degrade.on_sample(msg, self._assets)
         elif isinstance(msg, AssetsLoaded):
             self._on_assets_loaded(msg)
         elif isinstance(msg, FallbackUsed):
@@ -304,12 +304,9 @@ class Daemon:
         self._health.update(assets.problems)
         # With memory.lock, the voices' weights must be in VmLck; say so once when not.
         reason = memory_problem(assets.config, assets.voices)
-        if reason is None:
-            self._health.clear("memory")
-        else:
-            if self._health.get("memory") != reason:
-                _LOGGER.warning("%s", reason)
-            self._health.set("memory", reason)
+        if reason is not None and self._health.get("memory") != reason:
+            _LOGGER.warning("%s", reason)
+        self._health.update({"memory": reason})
 
     def _reload(self) -> None:
         if self.config_path is None:
@@ -364,10 +361,12 @@ class Daemon:
         Called on that thread; the assets are swapped whole on reload, so
         reading them here sees the old or the new ones, never half of either.
         """
-        voice = self._assets.default_voice
+        voice, name = self._assets.default_voice, self._assets.config.voice.name
         if voice is None:
             return iter(())
-        return iter(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)))
+        # Timed: the full voice's speed is known while its variant speaks (issue 14).
+        return timed_run(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)), name,
+                         self._inbox.put, keepalive=True)
 
     # ------------------------------------------------------------ status
     def _status(self, state: str) -> Status:
@@ -381,6 +380,7 @@ class Daemon:
             voices=tuple(assets.voices),
             current=current.entry.id if current is not None else None,
             keepalive=self._synth.keepalive.stats().to_dict() if self._synth.keepalive else None,
+            speed=self._playout.degrade.status(assets),
         )
 
     # ---------------------------------------------------------- shutdown

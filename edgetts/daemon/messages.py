@@ -275,13 +275,20 @@ class Event:
     gap_ms: float | None = None
     """On `finished`: milliseconds the sound card was dry in all."""
 
+    voice: str | None = None
+    """On `started` of synthesized speech: the configured voice it was asked of."""
+
+    variant: str | None = None
+    """On `started`: the voice's `degrade_to` that spoke instead, because the voice is too slow
+    on this board (`reason` then says how slow, issue 14); absent when the voice itself spoke."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached", "underruns", "gap_ms"):
+        for key in ("clip", "detail", "cached", "underruns", "gap_ms", "voice", "variant"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -295,7 +302,8 @@ class Event:
         return cls(
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
             latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
-            detail=obj.get("detail"), cached=obj.get("cached"),
+            detail=obj.get("detail"), cached=obj.get("cached"), voice=obj.get("voice"),
+            variant=obj.get("variant"),
             underruns=None if underruns is None else int(underruns), gap_ms=None if gap is None else float(gap),
         )
 
@@ -342,6 +350,14 @@ class Status:
     gap_ms: float = 0.0
     """Milliseconds it was dry in all since start."""
 
+    rtf_1min: float | None = None
+    """Real-time factor of all synthesis over the last minute (wall seconds per second of audio);
+    None without runs in that minute (issue 14)."""
+
+    speed: dict[str, Any] | None = None
+    """The measured synthesis speed (edgetts.daemon.speed.Governor.status): rtf_1min, runs_1min,
+    audio_s_1min, compute_s_1min, voices (each: rtf_1min, rtf_load), variants_in_use."""
+
     STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
 
     def to_payload(self) -> bytes:
@@ -360,6 +376,9 @@ class Status:
         }
         if self.keepalive is not None:
             obj["keepalive"] = self.keepalive
+        obj["rtf_1min"] = self.rtf_1min
+        if self.speed is not None:
+            obj["speed"] = self.speed
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
     @classmethod
@@ -374,6 +393,7 @@ class Status:
             voices=tuple(obj.get("voices", ())), current=obj.get("current"),
             ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"),
             underruns=int(obj.get("underruns", 0)), gap_ms=float(obj.get("gap_ms", 0.0)),
+            rtf_1min=obj.get("rtf_1min"), speed=obj.get("speed"),
         )
 
 

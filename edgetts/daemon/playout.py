@@ -25,6 +25,7 @@ from edgetts.audio.player import Player, PlayerReport
 from edgetts.daemon.admission import preempts
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
+from edgetts.daemon.degrade import Degrade
 from edgetts.daemon.events import Events
 from edgetts.daemon.fallback import choose
 from edgetts.daemon.health import Health
@@ -69,6 +70,11 @@ class Synthesis:
     gain: float
     cache_key: str | None
     fallback: Clip | None
+    name: str = ""
+    """The configured voice asked for (``voice`` may be its degrade_to variant)."""
+    speed_key: str | None = None
+    variant: tuple[str, str] | None = None
+    """(degrade_to, why) when the variant speaks instead of the voice (issue 14)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,8 @@ class Unplayable:
 Source = Recorded | Synthesis | Unplayable
 
 
-def choose_source(entry: Entry, assets: Assets) -> Source:
-    """Where ``entry``'s audio comes from, with the assets in force now."""
+def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) -> Source:
+    """Where ``entry``'s audio comes from, with the assets in force now (and ``degrade``'s choice of voice)."""
     ann = entry.announcement
     start = (entry.repeats_done, entry.resume_sentence)
     if ann.clip is not None:
@@ -112,7 +118,12 @@ def choose_source(entry: Entry, assets: Assets) -> Source:
     hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
     if hit is not None:
         return Recorded(list(hit.sentences), hit.sample_rate, start, gain, cached=True)
-    return Synthesis(voice, text, config, gain, key, fallback)
+    faster = degrade.variant_for(name, assets) if degrade is not None else None
+    if faster is not None:  # not cached: its audio is not the voice's
+        variant, why = faster
+        return Synthesis(variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key,
+                         (variant.label, why))
+    return Synthesis(voice, text, config, gain, key, fallback, name, name)
 
 
 def prepared_text(entry: Entry, assets: Assets) -> Prepared | None:
@@ -174,6 +185,8 @@ class Running:
     fallback: Clip | None = None
     fallback_done: bool = False
     cached: bool = False
+    spoken: dict[str, str] | None = None
+    """`voice`, and `variant` with its `reason`, of the `started` event of synthesized speech."""
 
 
 class Playout:
@@ -189,6 +202,7 @@ class Playout:
         """The daemon is stopping: nothing new starts, and what it interrupts is not acknowledged."""
         self.current: Running | None = None
         self._running: dict[PlaybackJob, Running] = {}
+        self.degrade = Degrade(health)
 
     def in_hand(self) -> list[Entry]:
         """The entries with a job on the player (playing, or fading out after a preemption)."""
@@ -197,6 +211,9 @@ class Playout:
     def stop_all(self) -> None:
         for running in list(self._running.values()):
             running.job.stop()
+            # Its model run ends now: a run still going when the interpreter exits aborts it
+            # (onnxruntime: "terminate called", exit -6 after SIGTERM mid-piece).
+            self._synth.abandon(running.job)
 
     def pending_deadline(self) -> float | None:
         """Monotonic time the current announcement's first speech is due by, while it is awaited."""
@@ -226,7 +243,8 @@ class Playout:
         if entry is None:
             return
         assets = self._assets()
-        source = choose_source(entry, assets)
+        self.degrade.refresh(assets)
+        source = choose_source(entry, assets, self.degrade)
         if isinstance(source, Unplayable):
             self._finish(entry, "failed", source.reason)
             return
@@ -256,13 +274,16 @@ class Playout:
     def _synthesize(self, running: Running, source: Synthesis, chime: Clip | None, assets: Assets) -> None:
         entry, ann = running.entry, running.entry.announcement
         running.fallback = source.fallback
+        running.spoken = {"voice": source.name}
+        if source.variant is not None:
+            running.spoken.update(variant=source.variant[0], reason=source.variant[1])
         if source.fallback is not None:
             deadline_ms = ann.deadline_ms or assets.config.fallback.deadline_ms
             running.deadline_mono = time.monotonic() + deadline_ms / 1000.0
         self._synth.submit(SynthRequest(
             job=running.job, voice=source.voice, text=source.text, config=source.config, chime=chime,
             repeat=ann.repeat, start=(entry.repeats_done, entry.resume_sentence), fallback=source.fallback,
-            gain=source.gain, cache=assets.cache, cache_key=source.cache_key,
+            gain=source.gain, cache=assets.cache, cache_key=source.cache_key, speed_key=source.speed_key,
         ))
 
     def prefetch_next(self) -> None:
@@ -283,6 +304,8 @@ class Playout:
         key = assets.cache_key(name, text, config)
         if key is not None and assets.cache is not None and key in assets.cache:
             return  # it plays from the cache: nothing to synthesize
+        if (faster := self.degrade.variant_for(name, assets)) is not None:
+            voice, config = faster[0].voice, faster[0].config
         self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config))
 
     # ----------------------------------------------------- while it plays
@@ -325,7 +348,7 @@ class Playout:
             # ts = when the first audio was handed to the device, not when we got round to saying so
             ts = time.time() - (time.monotonic() - report.at_mono)
             self._events.publish(entry.id, "started", latency_ms=latency, ts=ts,
-                                 cached=True if running.cached else None)
+                                 cached=True if running.cached else None, **(running.spoken or {}))
             return
         del self._running[report.job]
         if self.current is running:

@@ -8,7 +8,6 @@ first (:class:`FallbackUsed`).  When idle it runs the keepalive inference.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
@@ -22,6 +21,7 @@ from edgetts.audio.job import PlaybackJob
 from edgetts.daemon.clips import Clip
 from edgetts.daemon.keepalive import Keepalive
 from edgetts.daemon.phrase_cache import PhraseCache
+from edgetts.daemon.speed import Meter, Timed
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError, UnspeakableTextError
 from edgetts.text.prepare import Prepared
@@ -75,6 +75,9 @@ class SynthRequest:
     """Loudness gain of this voice (1.0 = its own level): each piece's level, applied by the converter."""
     cache: PhraseCache | None = None
     cache_key: str | None = None
+    speed_key: str | None = None
+    """Whose runs these are in the speed samples (edgetts.daemon.speed): the voice's configured name,
+    or its .onnx variant's key; None = ``voice.name``."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,9 @@ class Synthesizer:
         self._notify = notify or (lambda _msg: None)
         self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
-        self._prefetched: tuple[tuple[str, int, Prepared], Iterator[AudioChunk]] | None = None
+        self._prefetched: tuple[tuple[str, int, Prepared], Timed] | None = None
+        self._meter = Meter()
+        """What the request in hand cost so far: reported to the loop when it ends (issue 14)."""
         self._setup = setup
         self.keepalive = keepalive
         self._lock = threading.Lock()
@@ -169,6 +174,7 @@ class Synthesizer:
                 continue
             with self._lock:
                 self._current = request
+            self._meter = Meter()
             try:
                 self._synthesize(request)
             except UnspeakableTextError as exc:
@@ -181,6 +187,8 @@ class Synthesizer:
             finally:
                 with self._lock:
                     self._current = None
+                if self._meter.audio_s > 0:  # also a stopped one: its runs were real work
+                    self._notify(self._meter.sample(request.speed_key or request.voice.name))
 
     def _failed(self, req: SynthRequest, reason: str, detail: str) -> None:
         job = req.job
@@ -200,15 +208,15 @@ class Synthesizer:
 
     def _prefetch(self, req: Prefetch) -> None:
         self._prefetched = None
-        chunks = iter(req.voice.synthesize(req.text, req.config))
+        chunks = Timed(req.voice.synthesize(req.text, req.config))  # its cost counts for the request
         try:
-            first = next(chunks)
+            chunks.peek()
         except StopIteration:
             return
         except Exception:  # the real request will run it again and report why
             _LOGGER.debug("prefetch failed", exc_info=True)
             return
-        self._prefetched = (req.key, itertools.chain([first], chunks))
+        self._prefetched = (req.key, chunks)
 
     def _chunks(self, req: SynthRequest, skip: int) -> Iterator[AudioChunk]:
         """The chunks of one play of ``req``'s text; with ``skip``, from that sentence on (or all of
@@ -217,12 +225,12 @@ class Synthesizer:
         held, self._prefetched = self._prefetched, None
         key = (req.job.token.id, id(req.voice), req.text)
         if held is not None and held[0] == key and req.start == (0, 0):
-            return held[1]
+            return held[1].bind(self._meter)
         if skip and isinstance(req.voice, Resumable):
             # A long text preempted at its 30th piece would else redo 29 pieces before
             # speaking again, past its deadline: its fallback clip would replace it (issue 13).
-            return iter(req.voice.synthesize_from(req.text, req.config, skip))
-        return iter(req.voice.synthesize(req.text, req.config))
+            return Timed(req.voice.synthesize_from(req.text, req.config, skip), self._meter)
+        return Timed(req.voice.synthesize(req.text, req.config), self._meter)
 
     def _synthesize(self, req: SynthRequest) -> None:
         job = req.job

@@ -102,6 +102,13 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("loudness:\n  target_dbfs: 3\n", "F:2 loudness/target_dbfs: must be -60 to 0 dBFS"),
         ("voices:\n  fr:\n    modle: x\n", "F:3 voices/fr/modle: unknown key"),
         ("voices:\n  default:\n    model: default\n", "F:2 voices/default: same name as voice/name"),
+        ("voice:\n  degrade_rtf: 0\n", "F:2 voice/degrade_rtf: must be 0.05-10"),
+        ("voice:\n  degrade_rtf: fast\n", "F:2 voice/degrade_rtf: expected a number, got 'fast'"),
+        ("voice:\n  degrade_to: quick\n", "F:2 voice/degrade_to: 'quick' is neither a configured voice (default) "
+         "nor a path to an .onnx file"),
+        ("voice:\n  degrade_to: default\n", "F:2 voice/degrade_to: names this voice itself"),
+        ("voice:\n  degrade_to: ''\n", "F:2 voice/degrade_to: must not be empty"),
+        ("voices:\n  fr:\n    model: x\n    degrade_to: nope\n", "F:4 voices/fr/degrade_to: 'nope' is neither"),
         ("device:\n  id: 'a/b'\n", "F:2 device/id:"),
         ("device:\n  groups: [ok, 'no#']\n", "F:2 device/groups/1:"),
         ("mqtt:\n  port: 1\n  port: 2\n", "F:3 mqtt/port: duplicate key"),
@@ -209,3 +216,12 @@ def test_fallback_cache_and_loudness_sections(tmp_path: Path, monkeypatch: pytes
     assert Config().cache.resolved_dir() == tmp_path / "phrases"
     assert parse_config("cache:\n  max_mb: 0\n").cache.resolved_dir() is None
     assert Config().fallback.deadline_ms == 4000 and Config().fallback.default_clip is None
+
+
+def test_degrade_to_names_a_voice_or_an_onnx_file() -> None:
+    """issue 14: the faster variant of a voice too slow for the board."""
+    config = parse_config("voice:\n  degrade_to: fast\n  degrade_rtf: 0.6\nvoices:\n  fast:\n    model: a.onnx\n"
+                          "  fr:\n    model: fr.onnx\n    degrade_to: /v/fr-int8.onnx\n")
+    assert (config.voice.degrade_to, config.voice.degrade_rtf) == ("fast", 0.6)
+    assert config.voices["fr"].degrade_to == "/v/fr-int8.onnx" and config.voices["fr"].degrade_rtf == 0.8
+    assert config.voices["fast"].degrade_to is None

@@ -34,12 +34,16 @@ SAMPLES = {
         Event(id="c", event="started", ts=3.0, latency_ms=4.5, cached=True),
         Event(id="u", event="finished", ts=4.0, underruns=2, gap_ms=312.5),
         Event(id="z", event="finished", ts=5.0, underruns=0, gap_ms=0.0),
+        Event(id="d", event="started", ts=4.0, latency_ms=80.0, voice="default", variant="fast",
+              reason="voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80: ..."),
     ],
     Status: [
         Status(state="online", version="0.1.0", voice="en_US-joe-medium", queue_depth=3,
                locked_bytes=1024, degraded=(Degraded("audio", "device gone"),),
                voices=("default", "fr"), current="a", ts=1700000000.5, underruns=4, gap_ms=901.5),
         Status(state="offline", version="0.1.0", voice="x"),
+        Status(state="online", version="0.1.0", voice="x", degraded=(Degraded("speed", "voice x: RTF 1.2"),),
+               rtf_1min=1.2, speed={"rtf_1min": 1.2, "runs_1min": 1, "variants_in_use": {"x": "fast"}}),
     ],
 }
 
@@ -67,6 +71,11 @@ def test_wire_field_names() -> None:
     st = json.loads(SAMPLES[Status][0].to_payload())
     assert {"state", "version", "voice", "queue_depth", "locked_bytes", "degraded"} <= set(st)
     assert st["degraded"] == [{"what": "audio", "reason": "device gone"}]
+    assert st["rtf_1min"] is None and "speed" not in st  # no runs measured
+    degraded = json.loads(SAMPLES[Event][5].to_payload())  # issue 14: who spoke, and why
+    assert (degraded["voice"], degraded["variant"]) == ("default", "fast") and degraded["reason"].startswith("voice")
+    slow = json.loads(SAMPLES[Status][2].to_payload())
+    assert slow["rtf_1min"] == 1.2 and slow["speed"]["variants_in_use"] == {"x": "fast"}
 
 
 def test_plain_text_and_ttl() -> None:
