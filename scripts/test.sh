@@ -16,7 +16,7 @@ bash scripts/system-deps.sh --test
 [[ -x "$venv/bin/python" ]] || "$py" -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check -e ".[daemon]" -r requirements-test.txt -r requirements-ar-test.txt 2>&1 \
   | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
-"$venv/bin/python" -c "import edgetts, piper, pytest" # fail here, clearly, if the install failed
+"$venv/bin/python" -c "import edgetts, piper, pytest, sherpa_onnx" # fail here, clearly, if the install failed
 
 export ORT_DISABLE_TELEMETRY=1
 set +e

@@ -20,9 +20,17 @@ scales to 0, so audio lengths, and with them time and memory, are the same in
 every run; `voice` uses the voice's noise with onnxruntime seeded per repetition
 (the same seed for every engine in a repetition).
 
-`edgetts_fast` is streaming with the opt-in fast start (`fast_start_ids` 64):
-a long first sentence starts from the encoder run on its first 64 ids, so its
-first words are not exactly whole-sentence output (docs/streaming.md).
+`edgetts` is the default configuration: the voice loaded as the daemon loads it
+with default `VoiceModelSettings()` (streaming, fast start: whatever the defaults
+are), only `threads` set.  `edgetts_whole` is `streaming: false`; `edgetts_fast` is
+streaming with fast start (`fast_start_ids` 64) set explicitly: a long first
+sentence starts from the encoder run on its first 64 ids, so its first words are
+not exactly whole-sentence output (docs/streaming.md).
+
+The second peer is sherpa-onnx 2.0.1 (`sherpa`, tools/bench_sherpa.py) on the same
+voice, converted by tools/sherpa_voice.py (metadata added, same weights), with
+`num_threads` as the thread count, the same noise scales and the phonemes piper-tts
+makes; `sherpa_ratio` = edgetts / sherpa.
 
 Streamed vs whole-sentence total time (issue 4's "within 1.1x") is reported two
 ways: from the `edgetts` and `edgetts_whole` processes, and paired, inside each
@@ -43,13 +51,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sherpa_voice
 from benchstats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "announcements.txt"
-ENGINES = ("edgetts", "piper", "edgetts_normalized", "edgetts_whole", "edgetts_fast")
+ENGINES = ("edgetts", "piper", "edgetts_normalized", "edgetts_whole", "edgetts_fast", "sherpa")
 FAST_START_IDS = 64
-"""`edgetts_fast`: streaming with the opt-in fast start (StreamingOptions.fast_start_ids)."""
+"""`edgetts_fast`: streaming with fast start (VoiceModelSettings.fast_start_ids), whatever the default."""
+SHERPA_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgetts" / "bench" / "sherpa-joe"
+"""Where tools/sherpa_voice.py puts the converted voice for sherpa-onnx (made once, reused)."""
 METRICS = ("load_s", "first_audio_median_s", "first_audio_p95_s", "first_audio_max_s",
            "rtf_median", "peak_rss_mb")
 NEW_METRICS = ("rtf_total", "first_audio_short_s", "first_audio_long60_s", "first_audio_fire_drill_s")
@@ -78,27 +89,30 @@ def _vm_hwm_mb() -> float:
 
 
 # -- child side -----------------------------------------------------------------
-def _load_edgetts(threads: int, zero_noise: bool, normalize: bool, streaming: bool = True,
-                  fast_start_ids: int = 0) -> Any:
-    from edgetts.engine import SynthesisConfig
-    from edgetts.text.prepare import TextOptions
-    from edgetts.voice.catalog import default_voice_path
-    from edgetts.voice.model_cache import default_cache_dir
-    from edgetts.voice.onnx_session import RuntimeOptions
-    from edgetts.voice.piper.voice import PiperVoice
-    from edgetts.voice.piper.windows import StreamingOptions
+def _load_edgetts(threads: int, zero_noise: bool, engine: str) -> Any:
+    from dataclasses import replace
 
-    # What load_voice("default", threads=..., normalize=...) does, with streaming chosen here.
-    voice = PiperVoice.load(
-        default_voice_path(), runtime=RuntimeOptions(threads=threads), name="default",
-        text=TextOptions(normalize=normalize), cache_dir=default_cache_dir(),
-        streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
-    )
-    config = SynthesisConfig(noise_scale=0.0, noise_w=0.0) if zero_noise else SynthesisConfig()
+    from edgetts.config import VoiceModelSettings
+    from edgetts.daemon.assets import load_configured_voice
+    from edgetts.daemon.phrase_cache import voice_synthesis_config
+    from edgetts.text.prepare import TextOptions
+
+    # The daemon's loader on the default settings (edgetts.daemon.assets.load_voices sets threads
+    # the same way), so `edgetts` follows the defaults as they change; the variants differ only
+    # where their names say.
+    settings = replace(VoiceModelSettings(), threads=threads)
+    if engine == "edgetts_whole":
+        settings = replace(settings, streaming=False, fast_start_ids=0)
+    elif engine == "edgetts_fast":
+        settings = replace(settings, streaming=True, fast_start_ids=FAST_START_IDS)
+    voice = load_configured_voice(settings, TextOptions(normalize=engine == "edgetts_normalized"))
+    config = voice_synthesis_config(settings)
+    if zero_noise:
+        config = replace(config, noise_scale=0.0, noise_w=0.0)
 
     def speak(text: str, stream: bool | None = None) -> Any:
         for chunk in voice.synthesize(text, config, stream=stream):
-            yield chunk.audio.shape[0], chunk.sample_rate
+            yield chunk.audio.shape[0], chunk.sample_rate, time.perf_counter()
 
     return speak
 
@@ -121,7 +135,7 @@ def _load_piper(threads: int, zero_noise: bool) -> Any:
 
     def speak(text: str) -> Any:
         for chunk in voice.synthesize(text, syn):
-            yield chunk.audio_float_array.shape[0], chunk.sample_rate
+            yield chunk.audio_float_array.shape[0], chunk.sample_rate, time.perf_counter()
 
     return speak
 
@@ -129,17 +143,19 @@ def _load_piper(threads: int, zero_noise: bool) -> Any:
 def child(engine: str, threads: int, corpus: Path, noise: str, seed: int) -> dict[str, Any]:
     lines = [line.strip() for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     zero = noise == "zero"
-    if not zero:
+    if not zero and engine != "sherpa":  # sherpa's own onnxruntime is not seeded by this one (bench_sherpa)
         import onnxruntime
 
         onnxruntime.set_seed(seed)
     started = time.perf_counter()
     if engine == "piper":
         speak = _load_piper(threads, zero)
+    elif engine == "sherpa":
+        from bench_sherpa import load_sherpa
+
+        speak = load_sherpa(sherpa_voice.load(SHERPA_DIR), threads, zero)
     else:
-        speak = _load_edgetts(threads, zero, normalize=engine == "edgetts_normalized",
-                              streaming=engine != "edgetts_whole",
-                              fast_start_ids=FAST_START_IDS if engine == "edgetts_fast" else 0)
+        speak = _load_edgetts(threads, zero, engine)
     load_s = time.perf_counter() - started
 
     def measure(text: str) -> tuple[float, float, float]:
@@ -147,9 +163,9 @@ def child(engine: str, threads: int, corpus: Path, noise: str, seed: int) -> dic
         t0 = time.perf_counter()
         first: float | None = None
         seconds = 0.0
-        for n, rate in speak(text):
+        for n, rate, arrived in speak(text):  # arrived: perf_counter() when the engine had the chunk
             if first is None:
-                first = time.perf_counter() - t0
+                first = arrived - t0
             seconds += n / rate
         total = time.perf_counter() - t0
         return (first if first is not None else float("nan")), total, seconds
@@ -221,6 +237,7 @@ def compare(raw: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     ours, theirs = summarise(raw["edgetts"]), summarise(raw["piper"])
     whole = summarise(raw["edgetts_whole"])
     fast = summarise(raw["edgetts_fast"])
+    sherpa = summarise(raw["sherpa"])
     return {
         "edgetts": ours,
         "piper": theirs,
@@ -229,6 +246,8 @@ def compare(raw: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "edgetts_whole": whole,
         "edgetts_fast": fast,
         "fast_ratio": {k: fast[k] / theirs[k] for k in (*METRICS, *NEW_METRICS)},
+        "sherpa": sherpa,
+        "sherpa_ratio": {k: ours[k] / sherpa[k] for k in (*METRICS, *NEW_METRICS)},
         "fast_first_audio_long60_vs_short": fast["first_audio_long60_s"] / fast["first_audio_short_s"],
         "fast_first_audio_fire_drill_vs_short": fast["first_audio_fire_drill_s"] / fast["first_audio_short_s"],
         # issue 4: streamed vs whole-sentence decoding, and first audio long vs short
@@ -257,9 +276,11 @@ def measure_threads(threads: int, runs: int, corpus: Path, noise: str) -> dict[s
 
 def print_table(results: dict[str, Any]) -> None:
     print(f"\ncorpus: {results['corpus']} ({results['runs']} runs per engine, medians, noise {results['noise']}; "
-          "ratio = edgetts / piper, both on the same phoneme ids)")
+          "ratio = edgetts / piper, both on the same phoneme ids; fast start's ratio is to piper; "
+          "sherpa's ratio = edgetts / sherpa)")
     header = (f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
-              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}")
+              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}"
+              f" {'sherpa':>10} {'ratio':>7}")
     print(header)
     print("-" * len(header))
     for threads, block in results["threads"].items():
@@ -267,7 +288,8 @@ def print_table(results: dict[str, Any]) -> None:
             print(f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
                   f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
                   f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
-                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}")
+                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}"
+                  f" {block['sherpa'][metric]:>10.4f} {block['sherpa_ratio'][metric]:>7.3f}")
         print(f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
               f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
               f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
@@ -300,6 +322,7 @@ def main() -> int:
     # The first edgetts load on a machine splits the voice and optimises both halves into the
     # model cache (seconds, once): do it before measuring, as an installed daemon would have.
     run_child("edgetts", 1, args.corpus, args.noise, 0)
+    sherpa_voice.convert(SHERPA_DIR)  # likewise the sherpa-onnx copy of the voice (once; skipped when up to date)
     for threads in args.threads:
         results["threads"][str(threads)] = compare(measure_threads(threads, args.runs, args.corpus, args.noise))
     print_table(results)
