@@ -269,13 +269,16 @@ class Event:
     cached: bool | None = None
     """On `started`: true when the speech came from the phrase cache."""
 
+    timing_ms: dict[str, float] | None = None
+    """On `started`: where ``latency_ms`` went, ms per hop in order (edgetts.daemon.hops.HOPS)."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached"):
+        for key in ("clip", "detail", "cached", "timing_ms"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -290,6 +293,7 @@ class Event:
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
             latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
             detail=obj.get("detail"), cached=obj.get("cached"),
+            timing_ms=None if obj.get("timing_ms") is None else {k: float(v) for k, v in obj["timing_ms"].items()},
         )
 
 

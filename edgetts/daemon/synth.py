@@ -12,6 +12,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +21,7 @@ import numpy as np
 
 from edgetts.audio.job import PlaybackJob
 from edgetts.daemon.clips import Clip
+from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.keepalive import Keepalive
 from edgetts.daemon.phrase_cache import PhraseCache
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
@@ -75,6 +77,8 @@ class SynthRequest:
     """Loudness gain of this voice (1.0 = its own level): each piece's level, applied by the converter."""
     cache: PhraseCache | None = None
     cache_key: str | None = None
+    hops: HopStamps | None = None
+    """Stamped when this thread takes the request and when the voice yields its first chunk."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,8 @@ class Synthesizer:
             job = request.job
             if job.stop_requested or job.closed:
                 continue
+            if request.hops is not None:
+                request.hops.handoff, request.hops.synth_first = time.monotonic(), None
             with self._lock:
                 self._current = request
             try:
@@ -242,6 +248,8 @@ class Synthesizer:
             for chunk in self._chunks(req, skip):
                 if job.stop_requested:
                     return
+                if req.hops is not None and req.hops.synth_first is None:
+                    req.hops.synth_first = time.monotonic()
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
                     chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,
