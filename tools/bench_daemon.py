@@ -54,6 +54,9 @@ from edgetts.daemon.hops import HOPS
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 
+SETTLE_S = 0.25
+"""Pause after piper-tts's run before the next measurement: its threads spin on after it."""
+
 ASOUND = """pcm.!default {
     type file
     slave.pcm "null"
@@ -177,6 +180,7 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
             out["cached_ms"].append(total)
             out["cached_internal_ms"].append(float(started["latency_ms"]))
             out["piper_ms"].append(first_chunk_ms(piper.synthesize(text)))
+            time.sleep(SETTLE_S)
     out["peak_rss_mb"] = vm_kb(pid, "VmHWM") / 1024.0
     out["rss_end_mb"] = vm_kb(pid, "VmRSS") / 1024.0
     return out
