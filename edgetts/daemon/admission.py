@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
+from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.intake import decode_json, escape, prescan
 from edgetts.daemon.messages import AnnounceLimits, Announcement, PayloadError
 from edgetts.daemon.mqtt import Inbound
@@ -47,6 +48,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     defence (edgetts.daemon.poison); its entry is removed only when the intake
     returns, so an exception that still escapes, or a death, is counted.
     """
+    hops = HopStamps(msg.received_mono, inbox=time.monotonic())
     intake = journal.begin(msg.topic, msg.payload) if journal is not None else None
     entry = None
     if intake is not None and intake.poison:
@@ -54,16 +56,16 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
                       intake.deaths)
         _refuse(msg, events, f"poison: the daemon died {intake.deaths} times while reading this message")
     else:
-        read = _read(msg, assets, scheduler, events)
+        read = _read(msg, assets, scheduler, events, hops)
         if read is not None:
-            entry = _place(msg, read, assets, scheduler, in_hand, events)
+            entry = _place(msg, read, assets, scheduler, in_hand, events, hops)
     if journal is not None and intake is not None:
         journal.finish(intake)
     return entry
 
 
-def _read(msg: Inbound, assets: Assets, scheduler: Scheduler,
-          events: Events) -> tuple[Announcement, Prepared | None] | None:
+def _read(msg: Inbound, assets: Assets, scheduler: Scheduler, events: Events,
+          hops: HopStamps | None = None) -> tuple[Announcement, Prepared | None] | None:
     """The announcement of ``msg`` and its text prepared; None when it was refused (said and acknowledged)."""
     if msg.retain and not assets.config.mqtt.accept_retained:
         # It would play again on every restart and reconnect (issue 13).
@@ -71,7 +73,7 @@ def _read(msg: Inbound, assets: Assets, scheduler: Scheduler,
         return None
     try:
         now = time.time()
-        return parse(msg.payload, msg.received_at, assets, new_id=lambda: message_id(msg, scheduler, now))
+        return parse(msg.payload, msg.received_at, assets, new_id=lambda: message_id(msg, scheduler, now), hops=hops)
     except PayloadError as exc:
         reason = str(exc)
     except Exception as exc:  # a bug, not the publisher's: still rejected, never a crash loop
@@ -91,7 +93,7 @@ def _refuse(msg: Inbound, events: Events, reason: str) -> None:
 
 
 def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Assets, scheduler: Scheduler,
-           in_hand: Sequence[Entry], events: Events) -> Entry | None:
+           in_hand: Sequence[Entry], events: Events, hops: HopStamps | None = None) -> Entry | None:
     """Drop a redelivery or a duplicate id, else offer the new entry to the scheduler."""
     ann, text = read
     now = time.time()
@@ -111,7 +113,7 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
     return _offer(Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                        received_mono=msg.received_mono, prepared=text), now, scheduler, events)
+                        received_mono=msg.received_mono, prepared=text, hops=hops), now, scheduler, events)
 
 
 def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None:
@@ -139,18 +141,23 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> En
     return entry
 
 
-def parse(payload: bytes, received_at: float, assets: Assets,
-          new_id: Callable[[], str] | None = None) -> tuple[Announcement, Prepared | None]:
+def parse(payload: bytes, received_at: float, assets: Assets, new_id: Callable[[], str] | None = None,
+          hops: HopStamps | None = None) -> tuple[Announcement, Prepared | None]:
     """The announcement of ``payload`` if this daemon can play it, and its text prepared (None
     without text); raises PayloadError saying why not.
 
-    ``new_id``: the id of an announcement that names none (default: a random one).
+    ``new_id``: the id of an announcement that names none (default: a random one); ``hops``:
+    stamped when the payload is read and when its text is prepared.
     """
     q = assets.config.queue
     limits = AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
     ann = (Announcement.from_payload(payload, now=received_at, limits=limits) if new_id is None
            else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id))
+    if hops is not None:
+        hops.parse = time.monotonic()
     text = None if ann.text is None else prepared(ann.text, assets)
+    if hops is not None:
+        hops.prepare = time.monotonic()
     configured = assets.config.all_voices()
     if ann.voice is not None and ann.voice not in configured:
         raise PayloadError(f"unknown voice {ann.voice!r} (known: {', '.join(configured)})")

@@ -270,17 +270,17 @@ class Event:
     """On `started`: true when the speech came from the phrase cache."""
 
     underruns: int | None = None
-    """On `finished`: times the sound card ran dry while it played (issue 14)."""
-
     gap_ms: float | None = None
-    """On `finished`: milliseconds the sound card was dry in all."""
+    """On `finished`: times the sound card ran dry while it played, and milliseconds dry in all (issue 14)."""
 
     voice: str | None = None
-    """On `started` of synthesized speech: the configured voice it was asked of."""
-
     variant: str | None = None
-    """On `started`: the voice's `degrade_to` that spoke instead, because the voice is too slow
-    on this board (`reason` then says how slow, issue 14); absent when the voice itself spoke."""
+    """On `started` of synthesized speech: the configured voice it was asked of, and the voice's
+    `degrade_to` that spoke instead because the voice is too slow on this board (`reason` then says
+    how slow, issue 14); no `variant` when the voice itself spoke."""
+
+    timing_ms: dict[str, float] | None = None
+    """On `started`: where ``latency_ms`` went, ms per hop in order (edgetts.daemon.hops.HOPS)."""
 
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
@@ -288,7 +288,7 @@ class Event:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached", "underruns", "gap_ms", "voice", "variant"):
+        for key in ("clip", "detail", "cached", "timing_ms", "underruns", "gap_ms", "voice", "variant"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -305,6 +305,7 @@ class Event:
             detail=obj.get("detail"), cached=obj.get("cached"), voice=obj.get("voice"),
             variant=obj.get("variant"),
             underruns=None if underruns is None else int(underruns), gap_ms=None if gap is None else float(gap),
+            timing_ms=None if obj.get("timing_ms") is None else {k: float(v) for k, v in obj["timing_ms"].items()},
         )
 
 
@@ -391,10 +392,8 @@ class Status:
             queue_depth=int(obj.get("queue_depth", 0)), locked_bytes=int(obj.get("locked_bytes", 0)),
             degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
             voices=tuple(obj.get("voices", ())), current=obj.get("current"),
-            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"),
-            underruns=int(obj.get("underruns", 0)), gap_ms=float(obj.get("gap_ms", 0.0)),
-            rtf_1min=obj.get("rtf_1min"), speed=obj.get("speed"),
-        )
+            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"), underruns=int(obj.get("underruns", 0)),
+            gap_ms=float(obj.get("gap_ms", 0.0)), rtf_1min=obj.get("rtf_1min"), speed=obj.get("speed"))
 
 
 __all__ = ["AnnounceLimits", "Announcement", "Degraded", "Event", "PayloadError", "Status"]

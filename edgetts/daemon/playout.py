@@ -242,6 +242,8 @@ class Playout:
         entry = self._scheduler.pop()
         if entry is None:
             return
+        if entry.hops is not None:
+            entry.hops.queue = time.monotonic()
         assets = self._assets()
         self.degrade.refresh(assets)
         source = choose_source(entry, assets, self.degrade)
@@ -284,6 +286,7 @@ class Playout:
             job=running.job, voice=source.voice, text=source.text, config=source.config, chime=chime,
             repeat=ann.repeat, start=(entry.repeats_done, entry.resume_sentence), fallback=source.fallback,
             gain=source.gain, cache=assets.cache, cache_key=source.cache_key, speed_key=source.speed_key,
+            hops=entry.hops,
         ))
 
     def prefetch_next(self) -> None:
@@ -347,8 +350,9 @@ class Playout:
             latency = (report.at_mono - entry.received_mono) * 1000.0
             # ts = when the first audio was handed to the device, not when we got round to saying so
             ts = time.time() - (time.monotonic() - report.at_mono)
+            timing = entry.hops.timing_ms(report.at_mono) if entry.hops is not None else None
             self._events.publish(entry.id, "started", latency_ms=latency, ts=ts,
-                                 cached=True if running.cached else None, **(running.spoken or {}))
+                                 cached=True if running.cached else None, timing_ms=timing, **(running.spoken or {}))
             return
         del self._running[report.job]
         if self.current is running:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgetts.daemon.dedup import DedupMemory
+from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.messages import Announcement
 from edgetts.text.prepare import Prepared
 
@@ -47,6 +48,9 @@ class Entry:
 
     prepared: Prepared | None = None
     """The announcement's text prepared at admission (None without text): the one preparation."""
+
+    hops: HopStamps | None = None
+    """When it passed each step to its first PCM (the `started` event's timing_ms)."""
 
     @property
     def id(self) -> str:

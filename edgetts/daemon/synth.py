@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +20,7 @@ import numpy as np
 
 from edgetts.audio.job import PlaybackJob
 from edgetts.daemon.clips import Clip
+from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.keepalive import Keepalive
 from edgetts.daemon.phrase_cache import PhraseCache
 from edgetts.daemon.speed import Meter, Timed
@@ -78,6 +80,9 @@ class SynthRequest:
     speed_key: str | None = None
     """Whose runs these are in the speed samples (edgetts.daemon.speed): the voice's configured name,
     or its .onnx variant's key; None = ``voice.name``."""
+
+    hops: HopStamps | None = None
+    """Stamped when this thread takes the request and when the voice yields its first chunk."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,8 @@ class Synthesizer:
             job = request.job
             if job.stop_requested or job.closed:
                 continue
+            if request.hops is not None:
+                request.hops.handoff, request.hops.synth_first = time.monotonic(), None
             with self._lock:
                 self._current = request
             self._meter = Meter()
@@ -250,6 +257,8 @@ class Synthesizer:
             for chunk in self._chunks(req, skip):
                 if job.stop_requested:
                     return
+                if req.hops is not None and req.hops.synth_first is None:
+                    req.hops.synth_first = time.monotonic()
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
                     chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,

@@ -129,7 +129,8 @@ def test_an_unexpected_exception_is_a_rejection_and_the_message_is_acked(
     events.attach(link)
     scheduler = Scheduler(8, 60.0)
 
-    def broken(payload: bytes, received_at: float, assets: Assets, new_id: object = None) -> Announcement:
+    def broken(payload: bytes, received_at: float, assets: Assets, new_id: object = None,
+               hops: object = None) -> Announcement:
         raise KeyError("voices")
 
     monkeypatch.setattr(admission, "parse", broken)
