@@ -10,6 +10,8 @@ pkgs=(python3-venv python3-dev gcc pkg-config
       mosquitto mosquitto-clients)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(openssl numactl systemd)   # TLS certs for the broker tests; systemd-analyze for the unit
+  # the paced sink (tools/paced_sink.py): a sound card with a real clock, and parec to record it
+  pkgs+=(pulseaudio pulseaudio-utils libasound2-plugins)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

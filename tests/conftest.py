@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the support package
 from support.paths import TOOLS  # noqa: E402
 
 sys.path.insert(0, str(TOOLS))  # generators in tools/ are imported by tests
-# The broker, ALSA capture and notify-socket fixtures, for every test module.
-pytest_plugins = ["support.broker", "support.alsa", "support.notify", "support.daemon"]
+# The broker, ALSA capture, notify-socket and paced-sink fixtures, for every test module.
+pytest_plugins = ["support.broker", "support.alsa", "support.notify", "support.daemon", "support.paced"]
 
 
 @pytest.fixture(scope="session")
