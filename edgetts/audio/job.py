@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -53,19 +54,37 @@ class PlaybackJob:
         self._closed = False
         self.taken_over = False
         """True once a fallback clip replaced (or ended) the speech; later feeds are dropped."""
+        # Held for the engine's lead (issue 14): the first speech piece with a lead (``_hold_piece``,
+        # by the identity of its samples) is not heard before ``_hold_until``; until the audio thread
+        # begins it, a deadline fallback may still void the speech fed so far (``_speech_ids``).
+        self._hold_until: float | None = None
+        self._hold_piece: int | None = None
+        self._speech_begun = False
+        self._speech_ids: set[int] = set()
+        self._void: frozenset[int] = frozenset()
+        self._generation = 0
 
     # producer side
     def feed(self, audio: np.ndarray, rate: int, position: Position, *, speech: bool = False,
-             gain: float = 1.0) -> bool:
+             gain: float = 1.0, lead_s: float = 0.0) -> bool:
         """Queue audio at its level ``gain``; ``speech`` marks synthesized speech (a deadline fallback
-        then no longer applies).
+        then no longer applies, unless that speech is held and not yet begun).
 
+        ``lead_s`` (the engine's AudioChunk.lead_s): the first speech piece with one is held: it is
+        heard no earlier than ``lead_s`` from now (audio queued ahead of it, a chime, plays
+        meanwhile and so counts towards the wait), unless the job ends first.
         False when the job was taken over by a fallback or has ended: stop producing.
         """
         samples = self.converter.resample(audio, rate)
         with self._lock:
             if self._closed:
                 return False
+            if speech and not self._speech_begun:
+                if lead_s > 0 and not self._speech_fed:
+                    self._hold_until = time.monotonic() + lead_s
+                    self._hold_piece = id(samples)
+                if self._hold_piece is not None:
+                    self._speech_ids.add(id(samples))
             self._speech_fed = self._speech_fed or speech
             self._pieces.put((samples, position, gain))
         return True
@@ -96,8 +115,14 @@ class PlaybackJob:
         """
         samples = self.converter.resample(audio, rate)
         with self._lock:
-            if self._closed or (before_speech and self._speech_fed):
+            if self._closed or (before_speech and self._speech_committed()):
                 return False
+            if before_speech and self._speech_fed:
+                # Held speech not heard yet: the clip replaces it (the deadline is about what the
+                # listener hears).  The audio thread drops the void pieces, whether queued or in hand.
+                self._void = frozenset(self._speech_ids)
+                self._hold_piece = self._hold_until = None
+                self._generation += 1
             self._closed = self.taken_over = True
             for n in range(max(1, times)):
                 self._pieces.put((samples, (position[0] + n, position[1]), gain))
@@ -108,6 +133,16 @@ class PlaybackJob:
     def speech_fed(self) -> bool:
         with self._lock:
             return self._speech_fed
+
+    def _speech_committed(self) -> bool:
+        return self._speech_fed and (self._speech_begun or self._hold_piece is None)
+
+    @property
+    def speech_committed(self) -> bool:
+        """Speech was fed and will be heard: it is not held, or the audio thread has begun it.
+        Until then a deadline fallback (``take_over(before_speech=True)``) still wins."""
+        with self._lock:
+            return self._speech_committed()
 
     @property
     def closed(self) -> bool:
@@ -125,9 +160,38 @@ class PlaybackJob:
         return self._stop.is_set()
 
     # audio thread side
+    @property
+    def generation(self) -> int:
+        """Bumped when a fallback voided held speech: drop what :meth:`is_void` says from what is in hand."""
+        return self._generation
+
+    def is_void(self, piece: Piece) -> bool:
+        return id(piece[0]) in self._void
+
+    def hold(self) -> tuple[int, float] | None:
+        """(identity of the held piece's samples, monotonic time it may be heard), until it is begun."""
+        with self._lock:
+            if self._speech_begun or self._hold_piece is None or self._hold_until is None:
+                return None
+            return self._hold_piece, self._hold_until
+
+    def begin(self, generation: int) -> bool:
+        """The audio thread is about to write the held piece; False when a fallback voided the
+        speech since ``generation`` (drop the void pieces and go on)."""
+        with self._lock:
+            if generation != self._generation:
+                return False
+            self._speech_begun = True
+            self._speech_ids.clear()
+            return True
+
     def next_piece(self, timeout: float) -> Piece | JobEnd | None:
-        """The next piece or the end marker, waiting up to ``timeout`` seconds; None if none came."""
+        """The next piece or the end marker, waiting up to ``timeout`` seconds; None if none came
+        (or it was void)."""
         try:
-            return self._pieces.get(timeout=timeout)
+            item = self._pieces.get(timeout=timeout)
         except queue.Empty:
             return None
+        if self._void and not isinstance(item, JobEnd) and self.is_void(item):
+            return None
+        return item

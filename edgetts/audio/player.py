@@ -6,7 +6,7 @@ MQTT or inference, only on its own job queue, and it alone decides fades.  The
 device comes from an injected :data:`StreamFactory` (the daemon passes the
 sound card of :mod:`edgetts.daemon.sound_card`; tests a recording stream).
 
-:func:`play_chunks` is the simple blocking path `edgetts say` uses.
+The simple blocking path `edgetts say` uses is :mod:`edgetts.audio.say`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy as np
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.device import OutputStreamLike, StreamFactory
 from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
-from edgetts.engine import AudioChunk
+from edgetts.audio.writer import DeviceWriter
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.affinity import pin_audio_thread
 
@@ -32,36 +32,6 @@ _LOGGER = logging.getLogger(__name__)
 
 Gain = float | np.ndarray
 """The level gain of samples taken from a job: one number, or one per sample (see Converter.to_bytes)."""
-
-
-def play_chunks(
-    chunks: Iterable[AudioChunk],
-    stream_factory: StreamFactory,
-    *,
-    device: str | int | None = None,
-    lead_in_s: float = 0.0,
-) -> None:
-    """Play synthesized chunks on ``device`` and return when they have been played.
-
-    The device is opened (through ``stream_factory``) at the first chunk's
-    rate, 16-bit mono; ``lead_in_s`` seconds of silence go first.  Raises
-    :class:`AudioDeviceError` (one line) when there is no usable output device.
-    """
-    stream: OutputStreamLike | None = None
-    converter: Converter | None = None
-    try:
-        for chunk in chunks:
-            if stream is None:
-                fmt = DeviceFormat(rate=chunk.sample_rate)
-                stream = stream_factory(device, fmt, 1024)
-                converter = Converter(fmt)
-                if lead_in_s > 0:
-                    stream.write(converter.silence(int(round(lead_in_s * fmt.rate))))
-            assert converter is not None
-            stream.write(converter.to_bytes(converter.resample(chunk.audio, chunk.sample_rate)))
-    finally:
-        if stream is not None:
-            stream.close()
 
 
 @dataclass(frozen=True)
@@ -95,6 +65,10 @@ class PlayerReport:
     reason: str | None = None
     at_mono: float = 0.0
     position: Position = (0, 0)
+    underruns: int = 0
+    """On finished/stopped/failed: times the device ran dry during the job (audio.writer)."""
+    gap_ms: float = 0.0
+    """On finished/stopped/failed: milliseconds it was dry in all."""
 
 
 class Player:
@@ -214,8 +188,9 @@ class Player:
         self._report(PlayerReport(None, "device_failed", reason=reason))
 
     def _play(self, job: PlaybackJob) -> None:
+        writer: list[DeviceWriter] = []
         try:
-            outcome, reason = self._play_job(job)
+            outcome, reason = self._play_job(job, writer)
             if self._stream is not None:
                 # "finished" means heard: wait for the device to play the tail
                 # (this also flushes it into the ALSA file plugin in tests).
@@ -224,30 +199,47 @@ class Player:
             if self._stream is not None:
                 self._device_down(str(exc))
             outcome, reason = "failed", str(exc)
-        self._report(PlayerReport(job, outcome, reason=reason, position=job.position))
+        dry = writer[0] if writer else None
+        self._report(PlayerReport(job, outcome, reason=reason, position=job.position,
+                                  underruns=dry.underruns if dry else 0, gap_ms=dry.gap_s * 1000.0 if dry else 0.0))
 
-    def _play_job(self, job: PlaybackJob) -> tuple[str, str | None]:
-        """Play ``job`` to its end, its failure or its preemption; the outcome and its reason."""
+    def _play_job(self, job: PlaybackJob, writer_out: list[DeviceWriter]) -> tuple[str, str | None]:
+        """Play ``job`` to its end, its failure or its preemption; the outcome and its reason.
+        The job's writer (its underrun count) is appended to ``writer_out``."""
         if job.stop_requested:  # preempted before it got the device
             return "stopped", None
-        stream = self._ensure_stream(job.converter.format, job)
+        fmt = job.converter.format
+        stream = self._ensure_stream(fmt, job)
         if stream is None:
             return "stopped", None
         s = self._settings
-        stage = _Stage(job, _Writer(stream, job, s.realtime_pacing), s, self._report)
+        writer = DeviceWriter(stream, fmt.bytes_per_frame, fmt.rate, s.realtime_pacing)
+        writer_out.append(writer)
+        stage = _Stage(job, writer, s, self._report)
         end: JobEnd | None = None
+        generation = job.generation
         while True:
             if job.stop_requested:
                 stage.fade_out_preempted()
                 return "stopped", None
+            if job.generation != generation:  # a deadline fallback voided the held speech
+                stage.drop(job.is_void)
+                generation = job.generation
+            hold = None if end is not None else job.hold()  # (an ended text plays what it has)
+            stage.barrier = None if hold is None else hold[0]
+            if hold is not None and stage.at_barrier:
+                # Everything before the held speech is written (a chime plays meanwhile); the speech
+                # waits until its time, unless the text has ended.
+                wait = hold[1] - time.monotonic() - writer.queued_s()
+                if wait > 0:
+                    end = self._pull(job, stage, min(0.02, wait))
+                elif job.begin(generation):
+                    writer.allow_gap()  # a held start is no underrun
+                continue
             if end is None and stage.avail < stage.block + stage.fade_n:
                 # Hold fade_ms back beyond a block: when the end marker comes, the last samples are
                 # still in hand to be faded out.
-                item = job.next_piece(0.02)
-                if isinstance(item, JobEnd):
-                    end = item
-                elif item is not None:
-                    stage.add(item)
+                end = self._pull(job, stage, 0.02)
                 continue
             if end is None:
                 stage.emit(*stage.take(stage.block))
@@ -257,12 +249,22 @@ class Player:
                 return "failed", end.reason
             return "finished", None
 
+    @staticmethod
+    def _pull(job: PlaybackJob, stage: _Stage, timeout: float) -> JobEnd | None:
+        """The next piece into ``stage``, waiting up to ``timeout``; the end marker if that came."""
+        item = job.next_piece(timeout)
+        if isinstance(item, JobEnd):
+            return item
+        if item is not None:
+            stage.add(item)
+        return None
+
 
 class _Stage:
     """One job's samples between its queue and the device: fade in, lead-in, fade outs."""
 
     def __init__(
-        self, job: PlaybackJob, writer: _Writer, s: PlayerSettings, report: Callable[[PlayerReport], None]
+        self, job: PlaybackJob, writer: DeviceWriter, s: PlayerSettings, report: Callable[[PlayerReport], None]
     ) -> None:
         rate = job.converter.format.rate
         self._job = job
@@ -277,6 +279,19 @@ class _Stage:
         """Samples in hand, not yet written."""
         self._faded_in = 0
         self._started = False
+        self.barrier: int | None = None
+        """Identity of the held piece's samples: :meth:`take` stops before it."""
+
+    @property
+    def at_barrier(self) -> bool:
+        """The next sample in hand is the held piece's first."""
+        return bool(self._pending) and id(self._pending[0][0]) == self.barrier
+
+    def drop(self, void: Callable[[Piece], bool]) -> None:
+        """Drop the pieces in hand that a fallback voided (held speech: never split, none written)."""
+        kept = [p for p in self._pending if not void(p)]
+        self._pending = collections.deque(kept)
+        self.avail = sum(p[0].size for p in kept)
 
     def add(self, piece: Piece) -> None:
         if piece[0].size:
@@ -288,8 +303,8 @@ class _Stage:
         (one number, or one per sample when they come from pieces of different gains)."""
         parts: list[np.ndarray] = []
         gains: list[float] = []
-        pos = self._pending[0][1]
-        while n > 0 and self._pending:
+        pos = self._pending[0][1] if self._pending else self._job.position
+        while n > 0 and self._pending and id(self._pending[0][0]) != self.barrier:
             arr, p, g = self._pending[0]
             if arr.size <= n:
                 parts.append(arr)
@@ -300,6 +315,8 @@ class _Stage:
                 self._pending[0] = (arr[n:], p, g)
                 n = 0
             gains.append(g)
+        if not parts:  # (at the barrier: nothing may be taken yet)
+            return np.zeros(0, np.float32), pos, 1.0
         out = np.concatenate(parts) if len(parts) > 1 else parts[0]
         self.avail -= out.size
         if all(g == gains[0] for g in gains):
@@ -355,28 +372,3 @@ class _Stage:
         for i in range(0, tail.size, self.block):
             part = gain[i : i + self.block] if isinstance(gain, np.ndarray) else gain
             self.emit(tail[i : i + self.block], pos, part)
-
-
-class _Writer:
-    """Writes to the stream; paces to real time when the sink does not (ALSA null)."""
-
-    def __init__(self, stream: OutputStreamLike, job: PlaybackJob, pace: bool) -> None:
-        self._stream = stream
-        self._pace = pace
-        self._bpf = job.converter.format.bytes_per_frame
-        self._rate = job.converter.format.rate
-        self._t0: float | None = None
-        self._frames = 0
-
-    def write(self, data: bytes) -> None:
-        self._stream.write(data)
-        if not self._pace:
-            return
-        now = time.monotonic()
-        if self._t0 is None:
-            self._t0 = now
-        self._frames += len(data) // self._bpf
-        # Stay at most ~50 ms ahead of the wall clock, like a real device's buffer.
-        ahead = self._frames / self._rate - (now - self._t0) - 0.05
-        if ahead > 0:
-            time.sleep(ahead)

@@ -160,7 +160,7 @@ def cmd_phonemes(args: argparse.Namespace) -> int:
 
 
 def cmd_say(args: argparse.Namespace) -> int:
-    from edgetts.audio.player import play_chunks
+    from edgetts.audio.say import play_chunks
     from edgetts.daemon.sound_card import OutputStream
 
     text = _text_arg(args)

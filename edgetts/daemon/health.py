@@ -17,11 +17,13 @@ from edgetts.runtime.memlock import read_vmlck
 
 
 class Health:
-    """The `degraded` map (what -> reason) and the "status changed" flag."""
+    """The `degraded` map (what -> reason), the underrun totals and the "status changed" flag."""
 
     def __init__(self) -> None:
         self._degraded: dict[str, str] = {}
         self._changed = True  # the first status goes out at the loop's first turn
+        self._underruns = 0
+        self._gap_ms = 0.0
 
     def set(self, what: str, reason: str) -> None:
         self._degraded[what] = reason
@@ -49,6 +51,13 @@ class Health:
         """A copy of the map (for other threads: tests, tools)."""
         return dict(self._degraded)
 
+    def count_underruns(self, underruns: int, gap_ms: float) -> None:
+        """A job's underruns (the player's report) into the status's totals since start."""
+        if underruns:
+            self._underruns += underruns
+            self._gap_ms += gap_ms
+            self._changed = True
+
     def changed(self) -> None:
         """Something the status shows besides `degraded` changed (queue, current, voices)."""
         self._changed = True
@@ -72,6 +81,8 @@ class Health:
             current=current,
             ts=time.time(),
             keepalive=keepalive,
+            underruns=self._underruns,
+            gap_ms=self._gap_ms,
         )
 
 

@@ -269,13 +269,19 @@ class Event:
     cached: bool | None = None
     """On `started`: true when the speech came from the phrase cache."""
 
+    underruns: int | None = None
+    """On `finished`: times the sound card ran dry while it played (issue 14)."""
+
+    gap_ms: float | None = None
+    """On `finished`: milliseconds the sound card was dry in all."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached"):
+        for key in ("clip", "detail", "cached", "underruns", "gap_ms"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -285,11 +291,12 @@ class Event:
         obj = json.loads(payload)
         if obj.get("event") not in EVENTS:
             raise PayloadError(f"unknown event {obj.get('event')!r}")
-        latency = obj.get("latency_ms")
+        latency, underruns, gap = obj.get("latency_ms"), obj.get("underruns"), obj.get("gap_ms")
         return cls(
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
             latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
             detail=obj.get("detail"), cached=obj.get("cached"),
+            underruns=None if underruns is None else int(underruns), gap_ms=None if gap is None else float(gap),
         )
 
 
@@ -329,6 +336,12 @@ class Status:
     keepalive: dict[str, float] | None = None
     """Keepalive runs and CPU cost: runs, preempted, cpu_s_per_run, cpu_s_per_hour, interval_s."""
 
+    underruns: int = 0
+    """Times the sound card ran dry during announcements since the daemon started (issue 14)."""
+
+    gap_ms: float = 0.0
+    """Milliseconds it was dry in all since start."""
+
     STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
 
     def to_payload(self) -> bytes:
@@ -342,6 +355,8 @@ class Status:
             "voices": list(self.voices),
             "current": self.current,
             "ts": round(self.ts, 3),
+            "underruns": self.underruns,
+            "gap_ms": round(self.gap_ms, 1),
         }
         if self.keepalive is not None:
             obj["keepalive"] = self.keepalive
@@ -358,6 +373,7 @@ class Status:
             degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
             voices=tuple(obj.get("voices", ())), current=obj.get("current"),
             ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"),
+            underruns=int(obj.get("underruns", 0)), gap_ms=float(obj.get("gap_ms", 0.0)),
         )
 
 

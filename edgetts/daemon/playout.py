@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -293,7 +294,7 @@ class Playout:
         if time.monotonic() < cur.deadline_mono:
             return
         cur.deadline_mono = None
-        if cur.job.speech_fed or cur.job.closed:
+        if cur.job.speech_committed or cur.job.closed:  # (speech held for its lead is not heard yet)
             return
         clip = cur.fallback
         ann = cur.entry.announcement
@@ -329,8 +330,9 @@ class Playout:
         del self._running[report.job]
         if self.current is running:
             self.current = None
+        self._health.count_underruns(report.underruns, report.gap_ms)
         if report.kind == "finished":
-            self._finish(entry, "finished")
+            self._finish(entry, "finished", underruns=report.underruns, gap_ms=round(report.gap_ms, 1))
         elif report.kind == "failed":
             self._finish(entry, "failed", report.reason)
         elif report.kind == "stopped" and not self.stopping:  # stopping: not acked, the broker delivers it again
@@ -360,10 +362,10 @@ class Playout:
             self._events.publish(entry.id, "preempted", "dropped (queue/on_preempt: drop)")
             self._events.ack(entry.acks)
 
-    def _finish(self, entry: Entry, event: str, reason: str | None = None) -> None:
+    def _finish(self, entry: Entry, event: str, reason: str | None = None, **more: Any) -> None:
         # A failed one is forgotten at once, so the publisher may retry it with the same id.
         self._scheduler.ended(entry.id, time.time(), remember=event != "failed")
-        self._events.publish(entry.id, event, reason)
+        self._events.publish(entry.id, event, reason, **more)
         self._events.ack(entry.acks)
 
 

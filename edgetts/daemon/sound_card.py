@@ -119,6 +119,8 @@ class OutputStream:
         except (OSError, IOError, ValueError) as exc:
             self._pa.terminate()
             raise AudioDeviceError(f"cannot open audio device {device!r} at {fmt.rate} Hz: {exc}") from None
+        self.latency_s: float = float(self._stream.get_output_latency())
+        """The device's buffer latency (seconds): how late the player's underrun count may see a write."""
 
     def write(self, data: bytes) -> None:
         # Blocking write: callback mode would prepend PortAudio's priming silence (system recipe §2).

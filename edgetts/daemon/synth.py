@@ -245,6 +245,7 @@ class Synthesizer:
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
                     chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,
+                    lead_s=chunk.lead_s,  # the engine's buffering before playback (issue 14)
                 ):
                     return  # a fallback clip took the job over (deadline): this work is not wanted
             if skip == 0:

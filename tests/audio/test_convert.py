@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgetts.audio.convert import Converter, DeviceFormat, float_to_int16, int16_to_float
-from edgetts.audio.player import play_chunks
+from edgetts.audio.say import play_chunks
 from edgetts.audio.wav import write_wav as write_chunks_wav
 from edgetts.daemon.clips import read_wav, write_wav
 from edgetts.engine import AudioChunk
@@ -92,3 +94,34 @@ def test_play_chunks_opens_nothing_for_no_audio_and_passes_device_errors() -> No
     play_chunks(iter([]), failing)
     with pytest.raises(AudioDeviceError, match="no audio output device"):
         play_chunks(iter([AudioChunk(_noise(), 22050, 0)]), failing, device="x")
+
+
+def test_play_chunks_holds_the_first_write_for_the_lead_and_synthesizes_meanwhile() -> None:
+    opened: list[_Recording] = []
+    produced: list[float] = []
+    opened_at: list[float] = []
+
+    def factory(device: str | int | None, fmt: DeviceFormat, block: int) -> _Recording:
+        opened_at.append(time.monotonic())
+        opened.append(_Recording(device, fmt, block))
+        return opened[-1]
+
+    def chunks(lead_s: float, n: int) -> Iterator[AudioChunk]:
+        for i in range(n):
+            produced.append(time.monotonic())
+            yield AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0, lead_s=lead_s if i == 0 else 0.0)
+            time.sleep(0.1)  # the synthesis of the next chunk
+
+    play_chunks(chunks(0.35, 6), factory)
+    # Nothing written before the lead was over; the chunks made meanwhile were not waited for.
+    assert opened_at[0] - produced[0] >= 0.35
+    assert sum(1 for t in produced if t < opened_at[0]) >= 3
+    played = np.frombuffer(bytes(opened[0].data), "<i2")
+    assert np.array_equal(played, np.concatenate([AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0).to_int16()
+                                                  for i in range(6)]))
+    # A text that ends during its lead plays at once, all of it.
+    produced.clear()
+    opened_at.clear()
+    play_chunks(chunks(5.0, 2), factory)
+    assert opened_at[0] - produced[0] < 1.0
+    assert len(opened[1].data) == 2 * 1000

@@ -32,11 +32,13 @@ SAMPLES = {
         Event(id="f", event="fallback", ts=2.0, reason="deadline", clip="fire_alarm",
               detail="no speech within 300 ms (deadline_ms)"),
         Event(id="c", event="started", ts=3.0, latency_ms=4.5, cached=True),
+        Event(id="u", event="finished", ts=4.0, underruns=2, gap_ms=312.5),
+        Event(id="z", event="finished", ts=5.0, underruns=0, gap_ms=0.0),
     ],
     Status: [
         Status(state="online", version="0.1.0", voice="en_US-joe-medium", queue_depth=3,
                locked_bytes=1024, degraded=(Degraded("audio", "device gone"),),
-               voices=("default", "fr"), current="a", ts=1700000000.5),
+               voices=("default", "fr"), current="a", ts=1700000000.5, underruns=4, gap_ms=901.5),
         Status(state="offline", version="0.1.0", voice="x"),
     ],
 }
