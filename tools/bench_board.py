@@ -32,6 +32,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import sys
 import tempfile
@@ -212,6 +213,10 @@ def _cell(value: Any) -> str:
     return f"{'-':>15}" if value is None else f"{value:>15.3f}"
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -224,6 +229,9 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep each run's recording (s16le) and raw figures here")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     args = parser.parse_args()
+    # SIGTERM (and SIGINT, which a shell's background job ignores) unwinds like an exception, so
+    # the quota group, the worker and the sink are cleaned up.
+    signal.signal(signal.SIGTERM, _terminate)
     corpus = [line.strip() for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     lines = corpus[: args.lines] if args.lines else corpus
     res: dict[str, Any] = {"piper_rtf_target": args.piper_rtf, "machine": machine()}

@@ -30,6 +30,7 @@ import errno
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -347,6 +348,10 @@ def calibrate(target_rtf: float, *, threads: int = 1, tolerance: float = 0.03, m
             "piper_rtf_unthrottled": full, "period_us": period_for(quota), "steps": steps}
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--piper-rtf", type=float, default=0.8, help="target RTF of piper-tts (0.8 = a Pi 4 core)")
@@ -355,6 +360,9 @@ def main() -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("command", nargs="*")
     args = parser.parse_args()
+    # SIGTERM (and SIGINT, which a shell's background job ignores) unwinds like an exception, so
+    # the quota group, the worker and the sink are cleaned up.
+    signal.signal(signal.SIGTERM, _terminate)
     if args.worker:
         return _worker_main(args.threads)
     if args.cpus is not None:
