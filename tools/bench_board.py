@@ -91,9 +91,13 @@ def add_recorded_views(result: dict[str, Any], pcm: Any, rec_started: float) -> 
         line.update(recorded_view(pcm, rec_started, line, after, before))
 
 
-def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float, sink: PacedSink,
-             scratch: Path) -> dict[str, Any]:
-    """One fresh worker, slowed, speaking every line with each engine; with each edgetts line's recording."""
+def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float, audio_quota: float | None,
+             sink: PacedSink, scratch: Path) -> dict[str, Any]:
+    """One fresh worker, slowed, speaking every line with each engine; with each edgetts line's recording.
+
+    ``audio_quota``: the player's audio thread (and the PortAudio threads it starts) on a slow
+    core of its own beside inference; None: on the inference's quota.
+    """
     lines_file = scratch / "lines.json"
     lines_file.write_text(json.dumps(lines))
     argv = [str(WORKER), "--lines-file", str(lines_file), "--threads", str(args.threads), "--seed", str(1000 + rep)]
@@ -103,13 +107,16 @@ def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float,
         argv.append("--edgetts-first")
     proc, ready = start_worker(argv, env=sink.env)
     try:
-        with CpuQuota(quota) as group:
+        with CpuQuota(quota) as group, CpuQuota(audio_quota or quota) as audio:
             group.add(proc.pid)
+            if audio_quota:
+                for tid in ready["audio_tids"]:
+                    audio.add_thread(tid)
             with sink.record() as recording:
                 result = ask(proc, "go")
                 time.sleep(SLICE_AFTER_S)
                 pcm = recording.stop()
-            throttled = group.throttled_s()
+            throttled = {"throttled_s": group.throttled_s(), "audio_throttled_s": audio.throttled_s()}
     finally:
         stop_worker(proc)
     if args.keep is not None:
@@ -118,7 +125,7 @@ def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float,
         (args.keep / f"run{rep}.json").write_text(json.dumps({"recording_started_mono": recording.started_mono,
                                                               "rate": RATE, **result}))
     add_recorded_views(result, pcm, recording.started_mono)
-    result["_worker"] = {**ready, "throttled_s": throttled, "recorded_s": len(pcm) / RATE}
+    result["_worker"] = {**ready, **throttled, "recorded_s": len(pcm) / RATE}
     return result
 
 
@@ -193,7 +200,9 @@ def machine() -> dict[str, Any]:
 def print_table(res: dict[str, Any]) -> None:
     engines = [e for e in ("piper", "edgetts", "edgetts_whole") if e in res]
     print(f"\nslow board: piper-tts RTF target {res['piper_rtf_target']} -> quota {res['quota_cpus']:.4f} CPU "
-          f"(period {res['period_us']} us), {res['threads']} thread(s), {res['lines']} lines, {res['runs']} runs; "
+          f"(period {res['period_us']} us), {res['threads']} thread(s), audio thread on a core "
+          f"{'of its own' if res['audio_core'] == 'own' else 'shared with inference'}, "
+          f"{res['lines']} lines, {res['runs']} runs; "
           "medians over runs")
     header = f"{'metric':<24}" + "".join(f"{e:>15}" for e in engines) + f"{'edgetts/piper':>15}"
     print(header)
@@ -226,6 +235,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", type=int, help="only the first N lines of the corpus")
     parser.add_argument("--whole", action="store_true", help="also edgetts with voice.streaming false")
+    parser.add_argument("--audio-core", choices=["own", "shared"], default="own",
+                        help="own: the audio thread on a second slow core (a board has several: cpu.audio_core); "
+                             "shared: in the inference's quota")
     parser.add_argument("--keep", type=Path, help="keep each run's recording (s16le) and raw figures here")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     args = parser.parse_args()
@@ -246,11 +258,13 @@ def main() -> int:
         per_core = args.quota
     quota = per_core * args.threads
     res.update(quota_cpus=quota, quota_cpus_per_thread=per_core, period_us=period_for(quota),
+               audio_core=args.audio_core, audio_quota_cpus=per_core if args.audio_core == "own" else None,
                threads=args.threads, runs=args.runs, lines=len(lines), corpus=str(args.corpus))
     raw: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp, PacedSink(Path(tmp), RATE) as sink:
         for rep in range(args.runs):
-            raw.append(run_once(rep, lines, args, quota, sink, Path(tmp)))
+            audio_quota = per_core if args.audio_core == "own" else None
+            raw.append(run_once(rep, lines, args, quota, audio_quota, sink, Path(tmp)))
             log(f"run {rep + 1}/{args.runs} done")
     for name in [n for n in raw[0] if not n.startswith("_")]:
         res[name] = summarise([r[name] for r in raw])

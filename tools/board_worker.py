@@ -222,7 +222,8 @@ def run(args: argparse.Namespace, say: Any) -> int:
         sides.append(("edgetts_whole", whole))
     if args.edgetts_first:
         sides.reverse()
-    say({"ready": os.getpid(), "streaming": edge.settings.streaming,
+    audio_tids = [side.player.thread.native_id for _, side in sides if isinstance(side, EdgeSide)]
+    say({"ready": os.getpid(), "audio_tids": audio_tids, "streaming": edge.settings.streaming,
          "fast_start_ids": edge.settings.fast_start_ids, "lead_s_fed": edge._lead_fed})
     if sys.stdin.readline().strip() != "go":
         return 1

@@ -201,6 +201,17 @@ class CpuQuota:
         self._origin.setdefault(pid, _v1_group(pid) if self.version == 1 else (_v2_group(pid) or V2_ROOT))
         (path / "cgroup.procs").write_text(str(pid))
 
+    def add_thread(self, tid: int) -> None:
+        """Move one thread (cgroup v1 ``tasks``) into the group; threads it starts later follow it.
+
+        For a second slow core inside one process (the audio thread beside inference).  On
+        exit its process goes back whole to where the parent process was.
+        """
+        path = self._require()
+        if self.version != 1:
+            raise OSError(errno.ENOTSUP, "moving one thread needs cgroup v1 (v2 threaded groups are not set up)")
+        (path / "tasks").write_text(str(tid))
+
     def pids(self) -> list[int]:
         """The processes in the group now."""
         return self._members(self._require())
