@@ -58,6 +58,9 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     assert edge["recorded_first_audio_median_s"] is not None
     assert edge["audio_s_total"] == pytest.approx(res["piper"]["audio_s_total"], rel=0.5)
     assert len(res["per_line"]["edgetts"][0]) == 2
+    # By default the player's thread runs on a slow core of its own, beside inference's.
+    assert res["audio_core"] == "own" and res["audio_quota_cpus"] == 0.5
+    assert len(res["worker"][0]["audio_tids"]) == 2  # edgetts and edgetts_whole each have a player
     assert not list(slowboard.V1_ROOT.glob(f"{slowboard.PREFIX}-*"))  # its groups are gone
 
 
