@@ -36,8 +36,14 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     _need_slow_board()
     out = tmp_path / "board.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    subprocess.run([sys.executable, str(TOOLS / "bench_board.py"), "--lines", "2", "--runs", "1", "--quota", "0.5",
-                    "--whole", "--json", str(out)], check=True, env=env, timeout=300, cwd=tmp_path)
+    bench = subprocess.Popen([sys.executable, str(TOOLS / "bench_board.py"), "--lines", "2", "--runs", "1",
+                              "--quota", "0.5", "--whole", "--json", str(out)], env=env, cwd=tmp_path)
+    try:
+        assert bench.wait(timeout=300) == 0
+    finally:
+        if bench.poll() is None:
+            bench.terminate()  # it cleans up on SIGTERM
+            bench.wait(30)
     res = json.loads(out.read_text())
     assert res["piper_rtf_target"] == 0.8
     assert res["quota_cpus"] == 0.5 and res["lines"] == 2 and res["runs"] == 1
@@ -61,7 +67,7 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     # By default the player's thread runs on a slow core of its own, beside inference's.
     assert res["audio_core"] == "own" and res["audio_quota_cpus"] == 0.5
     assert len(res["worker"][0]["audio_tids"]) == 2  # edgetts and edgetts_whole each have a player
-    assert not list(slowboard.V1_ROOT.glob(f"{slowboard.PREFIX}-*"))  # its groups are gone
+    assert not list(slowboard.V1_ROOT.glob(f"{slowboard.PREFIX}-{bench.pid}-*"))  # its groups are gone
 
 
 @pytest.mark.slow
