@@ -119,6 +119,8 @@ class EdgeSide:
         self.player.submit(job)
         started, finished, finished_mono = self._wait(job)
         producer.join(REPORT_TIMEOUT_S)
+        if "error" in produced:
+            raise RuntimeError(f"line {index}: synthesis failed: {produced['error']}")
         cpu = time.process_time() - cpu0
         arrivals = produced["arrivals"]
         sim = simulate(arrivals, started.at_mono)
@@ -144,13 +146,18 @@ class EdgeSide:
         arrivals: list[tuple[float, float]] = []
         pieces = []
         lead = 0.0
-        for chunk in self.voice.synthesize(prepared, self.synthesis):
-            arrivals.append((time.monotonic(), chunk.duration_s))
-            if not arrivals[1:]:
-                lead = chunk.lead_s
-            extra = {"lead_s": chunk.lead_s} if self._lead_fed else {}
-            job.feed(chunk.audio, chunk.sample_rate, (0, chunk.sentence_index), speech=True, **extra)
-            pieces.append(chunk.to_int16())
+        try:
+            for chunk in self.voice.synthesize(prepared, self.synthesis):
+                arrivals.append((time.monotonic(), chunk.duration_s))
+                if not arrivals[1:]:
+                    lead = chunk.lead_s
+                extra = {"lead_s": chunk.lead_s} if self._lead_fed else {}
+                job.feed(chunk.audio, chunk.sample_rate, (0, chunk.sentence_index), speech=True, **extra)
+                pieces.append(chunk.to_int16())
+        except Exception as exc:  # the job must end, or the player waits for it until the timeout
+            out["error"] = f"{type(exc).__name__}: {exc}"
+            job.fail(out["error"])
+            return
         out["done"] = time.monotonic()
         job.end()
         out.update(arrivals=arrivals, lead_s=lead, cpu_s=time.thread_time() - cpu0)
