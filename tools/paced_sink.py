@@ -52,18 +52,28 @@ def available() -> str | None:
 class Recording:
     """``parec`` capturing ``cap.monitor`` into a raw file until ``stop()``."""
 
-    def __init__(self, sink: PacedSink, path: Path) -> None:
+    def __init__(self, sink: PacedSink, path: Path, wait: bool = True) -> None:
         self._path = path
         self._out = path.open("wb")
         self._proc = subprocess.Popen(
             ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", "--channels=1", "--format=s16le",
-             "--raw", f"--latency-msec={_PAREC_LATENCY_MS}",
-             # Without an explicit volume this parec (PulseAudio 16) delivered nothing from the
-             # monitor, whatever played (checked here); 65536 is unity gain.
-             "--volume=65536"],
+             "--raw", f"--latency-msec={_PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
             stdout=self._out, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
         self.started_mono: float = time.monotonic()
+        """time.monotonic() when parec started; once its first samples are in (``wait``), refined
+        to the time of the recording's first sample (parec connects some ms after it starts)."""
         self._samples: np.ndarray | None = None
+        if wait:
+            self._wait_first_samples(sink.rate)
+
+    def _wait_first_samples(self, rate: int, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._proc.poll() is None:
+            size = self._path.stat().st_size
+            if size > 0:
+                self.started_mono = time.monotonic() - size / 2 / rate
+                return
+            time.sleep(0.002)
 
     def stop(self) -> np.ndarray:
         """End parec; the int16 samples recorded (the same array on a second call)."""
@@ -163,7 +173,7 @@ class PacedSink:
         """Until the monitor delivers samples: for its first ~1.5 s here it gave a recorder none."""
         deadline = time.monotonic() + timeout
         probe = self.directory / "probe.raw"
-        rec = Recording(self, probe)
+        rec = Recording(self, probe, wait=False)
         try:
             while time.monotonic() < deadline:
                 if probe.stat().st_size > 0:
