@@ -204,7 +204,7 @@ class PiperSide:
         cpu0 = time.process_time()
         t0 = time.monotonic()
         arrivals: list[tuple[float, float]] = []
-        for n, rate in self._speak(line):
+        for n, rate, *_ in self._speak(line):  # (samples, rate[, when]): bench_engine's chunk figures
             arrivals.append((time.monotonic(), n / rate))
         done = time.monotonic()
         cpu = time.process_time() - cpu0

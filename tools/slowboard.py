@@ -268,7 +268,7 @@ def _worker_main(threads: int) -> int:
         busy = spoken = 0.0
         for line in CALIBRATION_LINES:
             t0 = time.perf_counter()
-            spoken += sum(n / rate for n, rate in speak(line))
+            spoken += sum(n / rate for n, rate, *_ in speak(line))  # (samples, rate[, when])
             busy += time.perf_counter() - t0
         print(json.dumps({"rtf": busy / spoken}), flush=True)
     return 0
