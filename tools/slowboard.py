@@ -195,6 +195,14 @@ class CpuQuota:
             (path / "cpu.max").write_text(f"{quota} {period}")
         self.cpus = float(cpus)
 
+    def unlimit(self) -> None:
+        """No limit from now on (the board is fast again); :meth:`set` limits it again."""
+        path = self._require()
+        if self.version == 1:
+            (path / "cpu.cfs_quota_us").write_text("-1")
+        else:
+            (path / "cpu.max").write_text(f"max {PERIOD_US}")
+
     def add(self, pid: int) -> None:
         """Move process ``pid`` with all its threads (cgroup.procs, not tasks) into the group."""
         path = self._require()

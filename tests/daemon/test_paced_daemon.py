@@ -17,7 +17,7 @@ from paced_sink import PacedSink, find_gaps
 from support.broker import Broker
 from support.daemon import DaemonProcess, config_yaml
 from support.probe import Probe
-from support.slow import cpu_quota, unavailable
+from support.quota import cpu_quota, unavailable
 
 pytestmark = pytest.mark.mqtt
 
@@ -61,7 +61,7 @@ def test_underruns_in_finished_events_and_status_on_a_paced_sink(
             # 10 % of a core (the smallest quota at a 10 ms period): well below what the voice
             # and the audio thread need together.
             slow_from = time.monotonic()
-            with cpu_quota(daemon.proc.pid, quota_us=1000, period_us=10000):
+            with cpu_quota(daemon.proc.pid, 0.1):
                 time.sleep(3.0)
             slow_to = time.monotonic()
             done = probe.wait_event("slow", "finished", 120)
