@@ -122,7 +122,7 @@ def _waits(chunks: list[list[float]], use_lead: bool) -> float:
     for ready, audio, lead in chunks:
         if play is None:
             play = ready + (lead if use_lead else 0.0)
-        waited += max(0.0, ready - play - 0.02)  # 20 ms: the device's own buffer
+        waited += max(0.0, ready - play - 0.05)  # 50 ms: a device buffer (the player counts beyond its own)
         play = max(play, ready) + audio
     return waited
 

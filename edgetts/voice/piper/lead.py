@@ -28,12 +28,13 @@ from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
 from edgetts.voice.piper.windows import StreamingOptions, plan_windows
 
-SAFETY = 1.08
+SAFETY = 1.15
 """Predicted run times are stretched by this much: the fit follows the last few sentences, and a
 run can be slower than its neighbours (a busy core, a page fault)."""
 
-PAD_S = 0.05
-"""Added to a lead that is needed at all: the device starts a little after the first write."""
+PAD_S = 0.1
+"""Added to a lead that is needed at all: the device starts a little after the first write, and a
+sentence's frames are predicted from its ids (a window the prediction did not see can be larger)."""
 
 _FIRSTS = (4, 8, 16, 24, 32, 48, 64, 96, 128)
 _GROWTHS = (1.5, 2.0, 3.0, 8.0)
