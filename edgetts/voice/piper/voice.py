@@ -240,7 +240,7 @@ class PiperVoice:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
         concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`).
         ``windows``: the schedule (default: the voice's StreamingOptions; :func:`.lead.plan_text`
-        picks one for this machine's speed), whose ``fast`` overrides ``fast_start``."""
+        picks one for this machine's speed), whose ``prefix`` overrides ``fast_start``."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
         windows = windows or Windows(options.first_frames, options.growth,
