@@ -64,7 +64,8 @@ class RuntimeOptions:
     run, at a higher peak (see docs/streaming.md)."""
 
     arena_shrinkage: bool = True
-    """Give the arena's free chunks back at the end of every run (onnxruntime's
+    """Give the arena's free chunks back at the end of every large run (over SHRINK_ABOVE ids or
+    frames; onnxruntime's
     ``memory.enable_memory_arena_shrinkage`` run option): within a run the arena still
     reuses its blocks, but what the longest sentence took does not stay with the process
     (issue 13).  Measured, corpus then three runs of 400 ids, joe, 2 threads: RSS after
@@ -118,10 +119,19 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     return so
 
 
-def run_options(options: RuntimeOptions) -> ort.RunOptions:
-    """New options for one run of a session built from ``options``."""
+SHRINK_ABOVE = 256
+"""Runs over more ids or frames than this give the arena's free blocks back after them.  Issue 14:
+shrinking after every run cost 7-8 % of the CPU here (whole sentences, 1 thread, corpus: 10.6 ->
+9.9 s), the blocks being allocated again at the next run; a streamed voice's runs (windows of
+<= 140 frames, flow spans of <= 240, most fronts) stay below, and what a long sentence took still
+goes back (issue 13)."""
+
+
+def run_options(options: RuntimeOptions, size: int | None = None) -> ort.RunOptions:
+    """New options for one run of a session built from ``options``, over ``size`` ids or frames
+    (None: unknown, treated as large)."""
     run = ort.RunOptions()
-    if options.memory_arena and options.arena_shrinkage:
+    if options.memory_arena and options.arena_shrinkage and (size is None or size > SHRINK_ABOVE):
         run.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     return run
 
@@ -142,7 +152,8 @@ class Runs:
 
     def run(self, session: ort.InferenceSession, outputs: list[str] | None,
             feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        run = run_options(self._options)
+        size = max((v.shape[-1] for v in feeds.values() if getattr(v, "ndim", 0) >= 2), default=None)
+        run = run_options(self._options, size)
         with self._lock:
             self._running.add(run)
         try:

@@ -32,3 +32,23 @@ def test_building_a_session_fixes_the_mmap_threshold_unless_the_operator_did() -
     assert _probe() == "1 True"
     # MALLOC_MMAP_THRESHOLD_ already fixes it the operator's way: left alone.
     assert _probe(MALLOC_MMAP_THRESHOLD_="262144") == "1 False"
+
+
+def test_only_large_runs_give_the_arena_back() -> None:
+    # Issue 14: shrinking after every run cost 7-8 % CPU; a streamed voice's small runs keep their blocks.
+    import onnxruntime as ort
+
+    from edgetts.voice.onnx_session import SHRINK_ABOVE, RuntimeOptions, run_options
+
+    key = "memory.enable_memory_arena_shrinkage"
+
+    def shrinks(options: RuntimeOptions, size: int | None) -> bool:
+        try:
+            return run_options(options, size).get_run_config_entry(key) == "cpu:0"
+        except (RuntimeError, ort.capi.onnxruntime_pybind11_state.Fail):
+            return False
+
+    options = RuntimeOptions()
+    assert not shrinks(options, 140) and not shrinks(options, SHRINK_ABOVE)
+    assert shrinks(options, SHRINK_ABOVE + 1) and shrinks(options, None)
+    assert not shrinks(RuntimeOptions(arena_shrinkage=False), 10_000)
