@@ -19,7 +19,7 @@ def _sums_to_latency(started: dict) -> None:
 
 @pytest.mark.mqtt
 def test_started_says_where_the_time_went_synthesized_and_cached(daemon_rig, tmp_path: Path) -> None:
-    rig = daemon_rig(real_voices=True, voice_extra="streaming: true\nfast_start_ids: 64",
+    rig = daemon_rig(real_voices=True, streaming=True, voice_extra="fast_start_ids: 64",
                      extra=f"cache:\n  dir: {tmp_path / 'phrases'}\n  max_mb: 5\n")
     text = "The next train to arrive at platform two is the nine forty-two service to Edinburgh."
     started = rig.say("h1", text, timeout=60)

@@ -139,7 +139,9 @@ def test_under_a_cpu_quota_the_default_voice_plays_without_a_gap(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(lines) == 3
-    assert [_waits(c, use_lead=True) for c in lines] == [0.0, 0.0, 0.0]
-    # the control: the same chunks played from the first one stop and wait
-    assert sum(_waits(c, use_lead=False) for c in lines) > 0.1
+    # No stop longer than a device buffer (50 ms, in _waits) plus 30 ms on any line: the
+    # prediction is from the runs so far, and this machine may be running other tests.
+    assert all(_waits(c, use_lead=True) <= 0.03 for c in lines), [_waits(c, use_lead=True) for c in lines]
+    # the control: the same chunks played from the first one stop and wait, much longer
+    assert sum(_waits(c, use_lead=False) for c in lines) > 0.3
     assert all(c[0][2] > 0 for c in lines)
