@@ -70,11 +70,12 @@ def test_underruns_in_finished_events_and_status_on_a_paced_sink(
         assert done["underruns"] >= 1 and done["gap_ms"] > 0, done
         gaps = find_gaps(pcm, RATE)
         assert gaps, "no hole in the recording"
-        # Where: the longest hole falls while the daemon was slowed (the machine is shared, so
-        # another short dropout elsewhere is possible; the total below accounts for all of them).
-        start, length = max(gaps, key=lambda g: g[1])
-        at = rec.started_mono + start
-        assert length >= 0.3 and slow_from - 0.2 <= at <= slow_to + 0.5, (at - slow_from, slow_to - slow_from, gaps)
+        # Where: the holes fall while the daemon was slowed.  Starved together with the voice, the
+        # audio thread may leave one long hole or several short ones (a shared machine, a CI run):
+        # those inside the slowed span add up to at least 0.3 s, the longest is among them.
+        inside = [(s0, n) for s0, n in gaps if slow_from - 0.2 <= rec.started_mono + s0 <= slow_to + 0.5]
+        start, _length = max(gaps, key=lambda g: g[1])
+        assert (start, _length) in inside and sum(n for _, n in inside) >= 0.3, (slow_from, slow_to, gaps)
         # How long: the holes heard add up to about what the player reported.
         heard_ms = 1000.0 * sum(length for _, length in gaps)
         assert abs(heard_ms - done["gap_ms"]) <= max(150.0, 0.25 * done["gap_ms"]), (heard_ms, done, gaps)

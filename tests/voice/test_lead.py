@@ -143,5 +143,5 @@ def test_under_a_cpu_quota_the_default_voice_plays_without_a_gap(tmp_path: Path)
     # prediction is from the runs so far, and this machine may be running other tests.
     assert all(_waits(c, use_lead=True) <= 0.03 for c in lines), [_waits(c, use_lead=True) for c in lines]
     # the control: the same chunks played from the first one stop and wait, much longer
-    assert sum(_waits(c, use_lead=False) for c in lines) > 0.3
+    assert sum(_waits(c, use_lead=False) for c in lines) > 0.1
     assert all(c[0][2] > 0 for c in lines)
