@@ -12,6 +12,7 @@ from typing import Any
 
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
+from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
@@ -54,6 +55,10 @@ class Config:
     keepalive: KeepaliveSettings = field(default_factory=KeepaliveSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    wyoming: WyomingSettings = field(default_factory=WyomingSettings)
+    """The Wyoming TTS server (Home Assistant; read at start-up only)."""
+    homeassistant: HomeAssistantSettings = field(default_factory=HomeAssistantSettings)
+    """MQTT discovery for Home Assistant (read at start-up only)."""
 
     def validate(self) -> None:
         try:
