@@ -111,7 +111,7 @@ def _summary(firsts: list[float], totals: list[float]) -> dict[str, float]:
 async def _bench(ports: dict[str, int], lines: list[str], runs: int) -> dict[str, dict[str, float]]:
     firsts: dict[str, list[float]] = {name: [] for name in ports}
     totals: dict[str, list[float]] = {name: [] for name in ports}
-    for name, port in ports.items():  # warm-up: both voices have spoken once before timing
+    for port in ports.values():  # warm-up: both voices have spoken once before timing
         await _one(port, lines[0])
     for _ in range(runs):
         run_total = dict.fromkeys(ports, 0.0)
