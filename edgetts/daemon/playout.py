@@ -21,9 +21,12 @@ from edgetts.audio.player import Player, PlayerReport
 from edgetts.daemon.admission import preempts
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
+from edgetts.daemon.control import Control, parse_control
 from edgetts.daemon.degrade import Degrade
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
+from edgetts.daemon.intake import PayloadError
+from edgetts.daemon.mqtt import Inbound
 from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
 from edgetts.daemon.source import Recorded, Synthesis, Unplayable, choose_source, feed_audio, prepared_text
@@ -49,6 +52,8 @@ class Running:
     cached: bool = False
     spoken: dict[str, str] | None = None
     """`voice`, and `variant` with its `reason`, of the `started` event of synthesized speech."""
+    cancelled: str | None = None
+    """Stopped or cancelled by a control message (edgetts.daemon.control): its `cancelled` reason."""
 
 
 class Playout:
@@ -173,6 +178,45 @@ class Playout:
             voice, config = faster[0].voice, faster[0].config
         self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config))
 
+    def control_message(self, msg: Inbound) -> None:
+        """A message on the control topic: carried out, or rejected with the reason; acknowledged."""
+        try:
+            ctl = parse_control(msg.payload, "mqtt")
+        except PayloadError as exc:
+            self._events.publish("control", "rejected", f"control: {exc}")
+        else:
+            ended = self.control(ctl)
+            _LOGGER.info("control %s%s from mqtt: %d ended", ctl.cmd, f" {ctl.id}" if ctl.id else "", ended)
+        self._events.ack([msg.ack])
+
+    def control(self, ctl: Control) -> int:
+        """Stop what plays, or cancel one announcement or all (edgetts.daemon.control); how many it ended.
+
+        A playing one ends with the player's fade and gets its `cancelled` event from the
+        player's last report; a queued one at once.
+        """
+        ended = 0
+        if ctl.cmd == "cancel":
+            for entry in self._scheduler.remove(ctl.id):
+                self._finish(entry, "cancelled", ctl.reason)
+                ended += 1
+        for running in list(self._running.values()):
+            if ctl.cmd == "stop":
+                wanted = running is self.current
+            else:  # (also one fading out after a preemption: else it would go back into the queue)
+                wanted = ctl.id is None or ctl.id == running.entry.id
+            if not wanted or running.cancelled is not None:
+                continue
+            running.cancelled = ctl.reason
+            running.job.stop()
+            self._synth.abandon(running.job)
+            if self.current is running:
+                self.current = None  # the next one starts once this one has faded
+            ended += 1
+        if ended:
+            self._health.changed()
+        return ended
+
     # ----------------------------------------------------- while it plays
     def check_deadline(self) -> None:
         """The first speech of the announcement playing is late: its fallback clip plays instead."""
@@ -224,6 +268,8 @@ class Playout:
             self._finish(entry, "finished", underruns=report.underruns, gap_ms=round(report.gap_ms, 1))
         elif report.kind == "failed":
             self._finish(entry, "failed", report.reason)
+        elif report.kind == "stopped" and running.cancelled is not None:
+            self._finish(entry, "cancelled", running.cancelled)
         elif report.kind == "stopped" and not self.stopping:  # stopping: not acked, the broker delivers it again
             self._stopped(entry, report.position)
 
