@@ -55,13 +55,15 @@ def cmd_wyoming(args: argparse.Namespace) -> int:
         raise EdgeTTSError("no voice loaded: " + "; ".join(assets.voice_errors.values()))
     for name, why in assets.voice_errors.items():
         _LOGGER.warning("voice %s not served: %s", name, why)
-    side = SideSynthesis(limit=args.max_jobs or settings.max_jobs, backlog=settings.backlog)
+    jobs = args.max_jobs or settings.max_jobs
+    side = SideSynthesis(limit=jobs, backlog=settings.backlog)
     side.start_worker()
     zeroconf = args.zeroconf or settings.zeroconf
     server = WyomingServer(
         args.uri or settings.uri, lambda: assets, side,
         limits=Limits(settings.max_header_bytes, settings.max_payload_bytes),
         zeroconf_name=(settings.zeroconf_name or f"edgetts-{config.device.id}") if zeroconf else None,
+        max_jobs=jobs, backlog=settings.backlog,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

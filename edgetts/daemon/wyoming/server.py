@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.wyoming.inbound import Inbound
-from edgetts.daemon.wyoming.session import Session
+from edgetts.daemon.wyoming.session import Jobs, Session
 from edgetts.daemon.wyoming.wire import Limits
 from edgetts.errors import EdgeTTSError
 
@@ -32,8 +32,8 @@ _CLOSE_S = 5.0
 
 
 class _Backend:
-    def __init__(self, assets: Callable[[], Assets], side: Any, inbound: Inbound | None) -> None:
-        self._assets, self._side, self._inbound = assets, side, inbound
+    def __init__(self, assets: Callable[[], Assets], side: Any, inbound: Inbound | None, jobs: Jobs) -> None:
+        self._assets, self._side, self._inbound, self.jobs = assets, side, inbound, jobs
 
     def assets(self) -> Assets:
         return self._assets()
@@ -51,9 +51,10 @@ class WyomingServer:
     """Listens on ``uri`` (tcp://HOST:PORT or unix:///path) until :meth:`close`."""
 
     def __init__(self, uri: str, assets: Callable[[], Assets], side: Any, *, limits: Limits | None = None,
-                 inbound: Inbound | None = None, zeroconf_name: str | None = None) -> None:
+                 inbound: Inbound | None = None, zeroconf_name: str | None = None, max_jobs: int = 2,
+                 backlog: int = 16) -> None:
         self.uri = uri
-        self._backend = _Backend(assets, side, inbound)
+        self._backend = _Backend(assets, side, inbound, Jobs(max_jobs, backlog))
         self._limits = limits or Limits()
         self._zeroconf_name = zeroconf_name
         self._loop: asyncio.AbstractEventLoop | None = None

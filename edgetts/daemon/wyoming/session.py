@@ -20,9 +20,10 @@ event on this connection only; events of another type are dropped, as Wyoming pe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -48,6 +49,37 @@ _SENTENCE_CUT = re.compile(r"(?<=[.!?;:\n])[\"')\]]*\s+")
 _MAX_PENDING_CHARS = 600
 
 
+class Busy(EdgeTTSError):
+    """More Wyoming syntheses than max_jobs + backlog."""
+
+
+class Jobs:
+    """At most ``limit`` syntheses at once (the rest wait, ``backlog`` of them at most): wyoming/max_jobs.
+
+    Made on the server's event loop's first use, so it is bound to that loop."""
+
+    def __init__(self, limit: int, backlog: int) -> None:
+        self.limit, self.backlog = limit, backlog
+        self._sem: asyncio.Semaphore | None = None
+        self._waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.limit)
+        if self._sem.locked() and self._waiting >= self.backlog:
+            raise Busy(f"busy: {self.limit} syntheses running and {self._waiting} waiting")
+        self._waiting += 1
+        try:
+            await self._sem.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._sem.release()
+
+
 class Backend(Protocol):
     """What a session needs of the daemon (or of `edgetts wyoming` on its own)."""
 
@@ -61,9 +93,12 @@ class Backend(Protocol):
         """Where announcement audio goes; None = not accepted."""
         ...
 
+    @property
+    def jobs(self) -> Jobs: ...
+
 
 def _codes(exc: Exception) -> str:
-    return {"SideBusy": "busy", "NoSuchVoice": "unknown-voice", "PayloadError": "bad-request",
+    return {"SideBusy": "busy", "Busy": "busy", "NoSuchVoice": "unknown-voice", "PayloadError": "bad-request",
             "UnspeakableTextError": "unspeakable"}.get(type(exc).__name__, "synthesis-failed")
 
 
@@ -171,17 +206,19 @@ class Session:
     async def _speak(self, picked: voices.Picked, text: str, started: bool) -> bool:
         """Send ``text``'s audio as the side stream yields it; whether `audio-start` has been sent."""
         assets = self._backend.assets()
-        stream = self._backend.side.open(picked.voice, prepared(text, assets), picked.config)
-        try:
-            async for chunk in stream.chunks():
-                if not started:
-                    await self._audio_start(picked)
-                    started = True
-                pcm = chunk.to_int16().tobytes()
-                await write_event(AudioChunk(rate=picked.voice.sample_rate, width=2, channels=1,
-                                             audio=pcm).event(), self._writer)
-        finally:
-            stream.close()  # a client gone mid-stream: nothing more is synthesized for it
+        text_in = prepared(text, assets)
+        async with self._backend.jobs.slot():
+            stream = self._backend.side.open(picked.voice, text_in, picked.config)
+            try:
+                async for chunk in stream.chunks():
+                    if not started:
+                        await self._audio_start(picked)
+                        started = True
+                    pcm = chunk.to_int16().tobytes()
+                    await write_event(AudioChunk(rate=picked.voice.sample_rate, width=2, channels=1,
+                                                 audio=pcm).event(), self._writer)
+            finally:
+                stream.close()  # a client gone mid-stream: nothing more is synthesized for it
         return started
 
     async def _audio_start(self, picked: voices.Picked) -> None:
@@ -230,4 +267,4 @@ def _complete_sentences(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-__all__ = ["Backend", "Session"]
+__all__ = ["Backend", "Busy", "Jobs", "Session"]
