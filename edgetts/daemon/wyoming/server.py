@@ -131,6 +131,8 @@ class WyomingServer:
             self._sessions.add(task)
         try:
             await Session(reader, writer, self._backend, self._limits).run()
+        except asyncio.CancelledError:
+            pass  # the server is closing: its sessions end with it, quietly
         except Exception:  # one client's bug must not end the server for the others
             _LOGGER.exception("wyoming session failed")
         finally:
