@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import ssl
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
 from edgetts.config import Config
-from edgetts.daemon.mqtt import MqttSetupError, apply_security, resolve_password
+from edgetts.daemon.mqtt import MqttSetupError, reader
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -61,16 +58,8 @@ def read_fleet(config: Config, *, settle_s: float = 0.5, timeout: float = 5.0) -
     """The devices under ``config``'s topic prefix, by id; MqttSetupError if the broker is unreachable."""
     m = config.mqtt
     collect = _Collector(m.topic_prefix)
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-fleet-{os.getpid()}")
-    apply_security(client, m, resolve_password(m))
-    client.on_connect = lambda c, u, flags, rc, props: c.subscribe(f"{m.topic_prefix}/+/status", qos=1)
-    client.on_subscribe = lambda c, u, mid, rc, props: collect.subscribed.set()
-    client.on_message = collect.on_message
-    try:
-        client.connect(m.host, m.port, keepalive=10)
-    except (OSError, ssl.SSLError) as exc:
-        raise MqttSetupError(f"cannot reach the broker at {m.host}:{m.port}: {exc}") from None
-    client.loop_start()
+    client = reader(config, "fleet", f"{m.topic_prefix}/+/status", collect.on_message,
+                    lambda c, u, mid, rc, props: collect.subscribed.set())
     try:
         end = time.monotonic() + timeout
         if not collect.subscribed.wait(timeout):
