@@ -149,7 +149,8 @@ def main() -> int:
     e, p = result["edgetts"], result["wyoming_piper"]
     result["ratio"] = {k: round(e[k] / p[k], 3) for k in e}  # type: ignore[index]
     result["setup"] = {"lines": len(lines), "runs": args.runs, "threads": args.threads,
-                       "voice": "en_US-joe-medium", "noise": 0}
+                       "voice": "en_US-joe-medium", "noise": 0,
+                       "load_avg_1min_after": round(os.getloadavg()[0], 2)}  # a shared machine says so
     print(f"{'':14} {'first median':>12} {'first p95':>10} {'total':>8}")
     for name in ("edgetts", "wyoming_piper", "ratio"):
         r = result[name]
