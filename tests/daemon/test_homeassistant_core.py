@@ -61,7 +61,7 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
         test_voices: dict[str, Path]) -> None:
     port = _port()
     spare = tmp_path / "spare.onnx"  # missing at start: degraded until it is there and reloaded
-    rig = daemon_rig(real_voices=True, online_timeout=60,
+    rig = daemon_rig(real_voices=True, online_timeout=60, audio_extra="realtime_pacing: true",
                      extra=f"voices:\n  spare: {{model: {spare}}}\n"
                            f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}'}}\n"
                            "homeassistant: {discovery: true}\n",
@@ -92,6 +92,13 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
     assert find(rig.capture.pcm(), _expected(text)[400:-400], before) >= 0
     hass.wait_state(lambda s: s[f"sensor.{node}_last_announcement"]["state"] not in ("unknown", ""),
                     what="the last announcement")
+
+    # Its stop button ends what plays (a control message from the button's payload).
+    long_text = " ".join(f"This is sentence {n} of a long announcement." for n in range(1, 9))
+    rig.probe.publish({"id": "long-1", "text": long_text})
+    rig.probe.wait_event("long-1", "started", 60)
+    hass.call("button", "press", {"entity_id": f"button.{node}_stop"})
+    assert rig.probe.wait_event("long-1", "cancelled", 30)["reason"] == "stopped from mqtt"
 
     # Home Assistant's Wyoming TTS through edgetts returns the voice's audio.
     url = hass.request("POST", "/api/tts_get_url", {"engine_id": "tts.edgetts", "message": "Platform two.",
