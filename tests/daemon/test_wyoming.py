@@ -297,3 +297,32 @@ def test_speakers_pick_different_audio(server: WyomingServer) -> None:
     a, b = asyncio.run(run("a")), asyncio.run(run("b"))
     assert a and b
     assert np.frombuffer(a, np.int16).shape == np.frombuffer(b, np.int16).shape
+
+
+def test_max_jobs_and_backlog_cap_syntheses_then_busy(assets: Any) -> None:
+    side = SideSynthesis(limit=4, backlog=4)
+    side.start_worker()
+    srv = WyomingServer("tcp://127.0.0.1:0", lambda: assets, side, max_jobs=1, backlog=1)
+    srv.start()
+    request = Synthesize(text=" ".join(f"Sentence number {n} of a long one." for n in range(6)),
+                         voice=SynthesizeVoice(name="joe")).event()
+    try:
+        async def run() -> list[str]:
+            first, second, third = _client(srv), _client(srv), _client(srv)
+            for c in (first, second, third):
+                await c.connect()
+            await first.write_event(request)
+            await _until(first, "audio-chunk")  # running: it holds the one job
+            await second.write_event(request)
+            while srv.jobs.waiting < 1:  # the second waits for it
+                await asyncio.sleep(0.01)
+            await third.write_event(request)  # no room left in the backlog
+            results = [(await _until(c, "audio-stop"))[-1] for c in (third, first, second)]
+            for c in (first, second, third):
+                await c.disconnect()
+            return [e.type if e.type != "error" else str(Error.from_event(e).code) for e in results]
+
+        assert asyncio.run(run()) == ["busy", "audio-stop", "audio-stop"]
+    finally:
+        srv.close()
+        side.close()

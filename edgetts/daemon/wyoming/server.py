@@ -66,6 +66,11 @@ class WyomingServer:
         """Where it listens once started: (host, port) for TCP, the path for a Unix socket."""
 
     @property
+    def jobs(self) -> Jobs:
+        """Its synthesis jobs (wyoming/max_jobs, backlog)."""
+        return self._backend.jobs
+
+    @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
         """The server's event loop (for work that must run on it, e.g. announcement replies)."""
         return self._loop

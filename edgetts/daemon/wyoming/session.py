@@ -63,6 +63,11 @@ class Jobs:
         self._sem: asyncio.Semaphore | None = None
         self._waiting = 0
 
+    @property
+    def waiting(self) -> int:
+        """Syntheses waiting for a job now."""
+        return self._waiting
+
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if self._sem is None:
