@@ -132,3 +132,16 @@ def test_discovery_from_the_daemon_is_retained_with_its_state(rig: tuple[DaemonR
         raw = retained(mosquitto, state_topic, 0.3).get(state_topic)
         state = json.loads(raw) if raw else {}
     assert state["last_announcement"] == "ha-1" and state["degraded"] == {}
+
+
+def test_announcement_audio_with_a_bad_chunk_is_refused_once_and_never_played(rig: tuple[DaemonRig, int]) -> None:
+    daemon, port = rig
+    ints = (tone(500, 0.3, rate=16000) * 32767).astype(np.int16).tobytes()
+    events = [AudioStart(rate=16000, width=2, channels=1).event(),
+              AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(),
+              AudioChunk(rate=22050, width=2, channels=1, audio=ints).event(),  # not what audio-start said
+              AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(), AudioStop().event()]
+    got = asyncio.run(_exchange(port, events, "played"))
+    assert [e.type for e in got] == ["error"]
+    assert "differs from its audio-start" in Error.from_event(got[0]).text
+    assert not daemon.probe.events and daemon.capture.pcm().size == 0

@@ -64,20 +64,26 @@ class InboundAudio:
         self._bytes = 0
         self._frame = start.width * start.channels
         self._max_bytes = int(owner.max_s * start.rate) * self._frame
+        self._refused: str | None = None
 
     def add(self, chunk: AudioChunk) -> None:
+        """Keep ``chunk``; one that cannot be kept refuses the whole announcement (said at audio-stop)."""
+        if self._refused is not None:
+            return
         s = self._start
         if (chunk.rate, chunk.width, chunk.channels) != (s.rate, s.width, s.channels):
-            raise EdgeTTSError("audio-chunk format differs from its audio-start")
+            self.discard("audio-chunk format differs from its audio-start")
+            return
         self._bytes += len(chunk.audio)
         if self._bytes > self._max_bytes:
-            self.discard()
-            raise EdgeTTSError(f"announcement audio longer than {self._owner.max_s:.0f} s")
+            self.discard(f"announcement audio longer than {self._owner.max_s:.0f} s")
+            return
         self._parts.append(chunk.audio)
 
-    def discard(self) -> None:
+    def discard(self, reason: str = "discarded") -> None:
+        """Forget what was received; the rest of it is dropped, and audio-stop answered with ``reason``."""
         self._parts.clear()
-        self._bytes = -(1 << 62)  # nothing more is kept; the next add after a discard is refused upstream
+        self._refused = reason
 
     def samples(self) -> Received:
         raw = b"".join(self._parts)
@@ -94,6 +100,8 @@ class InboundAudio:
 
     async def play(self) -> Event:
         """Announce the audio; `played` once it has played, EdgeTTSError (an `error` event) if not."""
+        if self._refused is not None:
+            raise EdgeTTSError(f"announcement refused: {self._refused}")
         received = self.samples()
         if received.audio.size == 0:
             return Played().event()

@@ -246,7 +246,12 @@ class Session:
         elif self._audio is None:
             raise EdgeTTSError(f"{event.type} without audio-start")
         elif AudioChunk.is_type(event.type):
-            self._audio.add(AudioChunk.from_event(event))
+            try:
+                chunk = AudioChunk.from_event(event)
+            except (KeyError, TypeError, ValueError):
+                self._audio.discard(f"malformed audio-chunk: {event.data!r}"[:200])
+            else:
+                self._audio.add(chunk)  # a refused announcement says so once, at its audio-stop
         else:
             audio, self._audio = self._audio, None
             await write_event(await audio.play(), self._writer)
