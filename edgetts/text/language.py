@@ -105,6 +105,6 @@ def unspeakable_reason(text: str, language: str, voice: str) -> str | None:
     found = foreign_letters(text, language)
     if not found:
         return None
-    scripts = ", ".join(f"{script} ({letters!r})" for script, letters in found.items())
-    return (f"text in a script voice {voice} ({language}) cannot speak: {scripts}; "
-            f"it speaks {', '.join(sorted(scripts_of(language)))}")
+    scripts = ", ".join(f"{script} letters ({letters!r})" for script, letters in found.items())
+    allowed = " and ".join(sorted(scripts_of(language)))
+    return f"text in {scripts}, which a {voice} voice cannot speak (it speaks {allowed} letters)"
