@@ -107,4 +107,4 @@ def unspeakable_reason(text: str, language: str, voice: str) -> str | None:
         return None
     scripts = ", ".join(f"{script} letters ({letters!r})" for script, letters in found.items())
     allowed = " and ".join(sorted(scripts_of(language)))
-    return f"text in {scripts}, which a {voice} voice cannot speak (it speaks {allowed} letters)"
+    return f"text in {scripts}, which the {voice} voice cannot speak (it speaks {allowed} letters)"
