@@ -28,7 +28,8 @@ SPLITS = {
            ("¡Atención, por favor! El tren sale.", ["!", "."])],
     "cmn": [("下一站：北京南站。请在车厢前部下车。", ["", ""]),
             ("请勿吸烟；谢谢合作！欢迎光临？好", ["", "", ""]),
-            ("列车晚点，敬请谅解。 祝您旅途愉快！", ["", ""])],
+            ("列车晚点，敬请谅解。 祝您旅途愉快！", ["", ""]),
+            ("广播说：「列车晚点。」请耐心等候", ["", ""])],
 }
 # A mixed English/Chinese line: a Mandarin voice reads the Latin words with espeak-ng's English
 # rules (as piper-tts does); an English voice refuses it (its letters would be names).

@@ -56,7 +56,7 @@ _NO_SPACE_CLAUSE = frozenset("\u3001\uff0c\uff1a\uff1b")  # 、，：；
 _AS_ASCII = {"\u061f": "?", "\u060c": ",", "\u061b": ";", "\u06d4": ".", "\u037e": "?", "\u0387": ";"}
 _MARKS = ".?!,:;\u2026" + "".join(_NO_SPACE_SENTENCE_END | _NO_SPACE_CLAUSE) + "".join(_AS_ASCII)
 # Closing quotes and brackets may follow a clause's punctuation: `he said "go."`
-_CLOSERS = "\"')]}»”’›"
+_CLOSERS = "\"')]}»”’›」』）》〉】〕"  # CJK brackets too: 「列车晚点。」然后
 _LANG_SWITCH = re.compile(r"\([^)]+\)")
 
 
