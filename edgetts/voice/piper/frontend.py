@@ -141,7 +141,7 @@ class PiperFrontend:
                     current.append(" ")
                 current.extend(unicodedata.normalize("NFD", segment.ipa.strip()))
                 continue
-            sentences = self._espeak(segment.text, getattr(segment, "lang", None))
+            sentences = self._espeak(segment.text, segment.lang)
             for index, phonemes in enumerate(sentences):
                 if current and current[-1] != " " and phonemes:
                     current.append(" ")
