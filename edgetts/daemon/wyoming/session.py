@@ -211,7 +211,7 @@ class Session:
     async def _speak(self, picked: voices.Picked, text: str, started: bool) -> bool:
         """Send ``text``'s audio as the side stream yields it; whether `audio-start` has been sent."""
         assets = self._backend.assets()
-        text_in = prepared(text, assets)
+        text_in = prepared(text, assets, picked.name)  # in that voice's language (issue 16)
         async with self._backend.jobs.slot():
             stream = self._backend.side.open(picked.voice, text_in, picked.config)
             try:
