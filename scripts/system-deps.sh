@@ -12,6 +12,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(openssl numactl systemd)   # TLS certs for the broker tests; systemd-analyze for the unit
   # the paced sink (tools/paced_sink.py): a sound card with a real clock, and parec to record it
   pkgs+=(pulseaudio pulseaudio-utils libasound2-plugins)
+  # the console's browser tests (issue 18): headless Chromium and its WebDriver, driven by selenium
+  pkgs+=(chromium chromium-driver)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
