@@ -48,7 +48,8 @@ class HttpSettings:
     """Serve the console and the API."""
 
     listen: str = "127.0.0.1:8480"
-    """HOST:PORT to bind (`[::1]:8480` for IPv6); without credentials only a loopback address is allowed."""
+    """HOST:PORT to bind (`'[::1]:8480'` for IPv6, quoted in YAML); without credentials only a
+    loopback address is allowed."""
 
     certfile: str | None = None
     """PEM certificate: serve HTTPS (with keyfile)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from edgetts.config import HttpSettings
@@ -61,6 +61,8 @@ def console(request: Request) -> Console:
 async def read_body(request: Request) -> bytes:
     try:
         return await request.body()
+    except ClientDisconnect:  # gone before its body was all here: nobody to answer, nothing to log
+        raise Problem(400, "the client went away") from None
     except BodyTooLarge:
         raise Problem(413, f"request body over {console(request).settings.max_body_bytes} bytes") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
@@ -24,6 +25,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 COOKIE = "edgetts_session"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -126,6 +128,10 @@ class Gate:
                 return 400, {"error": "bad Content-Length"}, []
             return 413, {"error": f"request body over {self.max_body} bytes"}, []
         path, method = scope["path"], scope["method"]
+        if _CONTROL.search(path):
+            # never routed: Starlette's route patterns end in `$`, which matches before a final newline
+            # ("/api/clips/ding%0A" would serve the clip "ding")
+            return 400, {"error": "control character in the path"}, []
         sid = session_id(scope)
         session = self.access.session(sid)
         auth = self._auth(scope, session)

@@ -23,11 +23,11 @@ from starlette.responses import Response, StreamingResponse
 from edgetts.daemon.admission import prepared
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.http.common import Console, Problem, console, json_object, wav_bytes, wav_header
-from edgetts.daemon.intake import PayloadError
+from edgetts.daemon.intake import PayloadError, clean_text
 from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.side import SideBusy, SideStream
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
-from edgetts.errors import EdgeTTSError
+from edgetts.errors import EdgeTTSError, UnspeakableTextError
 from edgetts.text.prepare import Prepared
 
 _LOGGER = logging.getLogger(__name__)
@@ -80,10 +80,16 @@ def _text(value: Any, assets: Assets) -> Prepared:
     limit = assets.config.queue.max_text_chars
     if not isinstance(value, str) or not value.strip():
         raise Problem(400, "text must be a non-empty string")
-    if len(value) > limit:
-        raise Problem(400, f"text too long ({len(value)} characters; at most {limit})")
+    try:  # cleaned as an announcement's text is: escapes, tags, NUL, lone surrogates
+        text = clean_text(value).strip()
+    except PayloadError as exc:
+        raise Problem(400, str(exc)) from None
+    if not text:
+        raise Problem(400, "text is empty without its markup")
+    if len(text) > limit:
+        raise Problem(400, f"text too long ({len(text)} characters; at most {limit})")
     try:
-        return prepared(value, assets)
+        return prepared(text, assets)
     except PayloadError as exc:
         raise Problem(400, str(exc)) from None
 
@@ -110,6 +116,13 @@ async def _next(stream: SideStream) -> AudioChunk | None:
             continue
 
 
+def _failed(exc: EdgeTTSError) -> Problem:
+    """The text's fault (400: nothing a voice can say in it) or the voice's (500)."""
+    if isinstance(exc, UnspeakableTextError):
+        return Problem(400, str(exc))
+    return Problem(500, f"synthesis failed: {exc}")
+
+
 async def tts(request: Request) -> Response:
     c = console(request)
     obj = await json_object(request)
@@ -124,7 +137,7 @@ async def tts(request: Request) -> Response:
     except EdgeTTSError as exc:
         stream.close()
         c.tts_open -= 1
-        raise Problem(500, f"synthesis failed: {exc}") from None
+        raise _failed(exc) from None
     except BaseException:
         stream.close()
         c.tts_open -= 1
@@ -181,7 +194,7 @@ async def _synthesize(c: Console, req: SideRequest, text: Prepared) -> bytes:
             parts.append(chunk.to_int16())
             rate = chunk.sample_rate
     except EdgeTTSError as exc:
-        raise Problem(500, f"synthesis failed: {exc}") from None
+        raise _failed(exc) from None
     finally:
         stream.close()
     return wav_bytes(np.concatenate(parts) if parts else np.zeros(0, np.int16), rate)
