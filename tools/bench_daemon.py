@@ -36,6 +36,7 @@ and prints median / p95 / min / max per column (`--json OUT` for the raw numbers
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -283,8 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--streaming", action="store_true", help="the daemon with voice.streaming: true")
     ap.add_argument("--fast-start-ids", type=int, default=0, help="with --streaming: voice.fast_start_ids")
     ap.add_argument("--whole", action="store_true", help="the daemon with voice.streaming: false")
-    ap.add_argument("--http", action="store_true",
-                    help="also announce each line through the console's API (POST /api/announce)")
+    ap.add_argument("--http", action="store_true", help="also announce each line by POST /api/announce")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
@@ -295,13 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         voice_extra = f"  streaming: true\n  fast_start_ids: {args.fast_start_ids}\n"
     elif args.whole:
         voice_extra = "  streaming: false\n"
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug", voice_extra, args.http)
-    else:
-        with tempfile.TemporaryDirectory(prefix="edgetts-bench-") as tmp:
-            numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp), voice_extra=voice_extra,
-                            use_http=args.http)
+    with contextlib.ExitStack() as stack:
+        where = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgetts-bench-")))
+        where.mkdir(parents=True, exist_ok=True)
+        level = "debug" if args.keep else "warning"
+        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, where, level, voice_extra, args.http)
     numbers["piper_engine_peak_rss_mb"] = piper_engine_peak_mb(args.corpus, args.threads)
     numbers["peak_rss_vs_piper"] = numbers["peak_rss_mb"] / numbers["piper_engine_peak_rss_mb"]
     overhead = [d - e for d, e in zip(numbers["daemon_ms"], numbers["engine_ms"], strict=True)]

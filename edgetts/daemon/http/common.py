@@ -20,7 +20,6 @@ from edgetts.daemon.intake import PayloadError, decode_json, prescan
 
 if TYPE_CHECKING:
     from edgetts.daemon.http.feed import FeedPump
-    from edgetts.daemon.services import ServiceContext
 
 
 class Problem(Exception):
@@ -43,7 +42,8 @@ async def problem_response(_request: Request, exc: Exception) -> JSONResponse:
 class Console:
     """One console's state; touched only on its event loop's thread (the daemon's state is the loop's)."""
 
-    ctx: ServiceContext
+    ctx: Any
+    """The daemon's edgetts.daemon.services.ServiceContext (not imported: services imports this package)."""
     settings: HttpSettings
     access: Access
     pump: FeedPump

@@ -15,7 +15,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from edgetts.daemon.services import EventFeed, FeedItem
+# edgetts.daemon.services' EventFeed and FeedItem, by what they do: services imports this package
+# (only when http is configured), so this package never imports services.
+FeedItem = Any
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ KEEPALIVE_S = 15.0
 class FeedPump:
     """Reads the daemon's feed on a thread of its own; the clients and the recent log live on the loop."""
 
-    def __init__(self, feed: EventFeed) -> None:
+    def __init__(self, feed: Any) -> None:
         self._feed = feed
         self._sub = feed.subscribe(maxlen=1024)
         self._loop: asyncio.AbstractEventLoop | None = None

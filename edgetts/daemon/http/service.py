@@ -15,6 +15,7 @@ import logging
 import socket
 import ssl
 import threading
+from typing import Any
 
 from edgetts.config import HttpSettings
 from edgetts.config.http import split_listen
@@ -22,7 +23,6 @@ from edgetts.daemon.http.access import Access, load_credentials
 from edgetts.daemon.http.app import build_app
 from edgetts.daemon.http.common import Console
 from edgetts.daemon.http.feed import FeedPump
-from edgetts.daemon.services import ServiceContext
 from edgetts.errors import EdgeTTSError
 
 _LOGGER = logging.getLogger(__name__)
@@ -76,7 +76,8 @@ class HttpService:
         self.address: tuple[str, int] | None = None
         """Where it listens (host, port): the port the kernel chose for `:0`."""
 
-    def start(self, ctx: ServiceContext) -> None:
+    def start(self, ctx: Any) -> None:
+        """``ctx``: the daemon's edgetts.daemon.services.ServiceContext (services imports this package)."""
         import uvicorn  # here, not at import: a daemon without the console never loads it
 
         s = self.settings
