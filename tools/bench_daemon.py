@@ -127,9 +127,11 @@ class Announcer(EventClient):
 
 
 class HttpAnnouncer:
-    """The console's API on loopback (open mode: a session and its CSRF token, one kept-alive connection)."""
+    """The console's API on loopback (open mode: a session and its CSRF token; a new connection per
+    announcement, as a script's would be, and the server closes idle ones after 5 s anyway)."""
 
     def __init__(self, port: int, events: Announcer) -> None:
+        self.port = port
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.events = events
         deadline = time.monotonic() + 60
@@ -149,6 +151,8 @@ class HttpAnnouncer:
     def one(self, ident: str, text: str) -> float:
         """POST /api/announce -> started.ts, in ms."""
         body = json.dumps({"id": ident, "text": text}).encode()
+        self.conn.close()
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         t0 = time.time()
         self.conn.request("POST", "/api/announce", body=body, headers={
             "content-type": "application/json", "cookie": self.cookie, "x-csrf-token": self.csrf})
