@@ -35,7 +35,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 no MQTT wildcards, no separators."""
 
 EventName = Literal[
-    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback",
+    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback", "cancelled",
 ]
 EVENTS: tuple[EventName, ...] = typing.get_args(EventName)
 """`event` of a message on `<prefix>/<device>/events`."""
@@ -48,7 +48,8 @@ MAX_DEADLINE_MS = 600000
 """Largest `deadline_ms`, in an announcement and in the config's fallback section (10 minutes)."""
 
 DegradedWhat = Literal[
-    "audio", "audio_thread", "cache", "clips", "config", "cpu", "memory", "mqtt", "speed", "state", "voice",
+    "audio", "audio_thread", "cache", "clips", "config", "cpu", "homeassistant", "http", "memory", "mqtt", "speed",
+    "state", "voice", "wyoming",
 ]
 DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
 """`what` of an entry in a status's `degraded` list: the part not working as configured."""

@@ -78,8 +78,8 @@ class EdgeSide:
         from edgetts.audio.player import Player
         from edgetts.config import Config, VoiceModelSettings
         from edgetts.daemon.assets import load_configured_voice
-        from edgetts.daemon.loop import player_settings
         from edgetts.daemon.phrase_cache import voice_synthesis_config
+        from edgetts.daemon.sound_card import player_settings
 
         self.config = Config()
         settings = replace(VoiceModelSettings(), threads=threads)

@@ -111,6 +111,11 @@ class Config:
         return f"{self.base_topic}/events"
 
     @property
+    def control_topic(self) -> str:
+        """Stop and cancel (edgetts.daemon.control)."""
+        return f"{self.base_topic}/control"
+
+    @property
     def announce_topics(self) -> tuple[str, ...]:
         prefix = self.mqtt.topic_prefix
         topics = [f"{self.base_topic}/announce", f"{prefix}/all/announce"]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
+from edgetts.daemon.control import Verdict
 from edgetts.daemon.events import Events
 from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.intake import decode_json, escape, prescan
@@ -58,7 +59,11 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     else:
         read = _read(msg, assets, scheduler, events, hops)
         if read is not None:
-            entry = _place(msg, read, assets, scheduler, in_hand, events, hops)
+            try:
+                entry = _place(msg, read, assets, scheduler, in_hand, events, hops)
+            except Exception as exc:  # a bug in dedup or the queue: rejected now, not at the second death
+                _LOGGER.error("placing a message on %s failed", escape(msg.topic), exc_info=True)
+                _refuse(msg, events, f"cannot be queued: {type(exc).__name__}: {exc}")
     if journal is not None and intake is not None:
         journal.finish(intake)
     return entry
@@ -85,11 +90,23 @@ def _read(msg: Inbound, assets: Assets, scheduler: Scheduler, events: Events,
 
 def _refuse(msg: Inbound, events: Events, reason: str) -> None:
     """Say `rejected` (id and reason escaped by Events) and acknowledge, whatever publishing does."""
+    ident = guess_id(msg.payload)
     try:
-        events.publish(guess_id(msg.payload), "rejected", reason)
+        events.publish(ident, "rejected", reason)
     except Exception:  # the event is lost; the message must still be acknowledged
         _LOGGER.error("rejected event not published", exc_info=True)
     events.ack([msg.ack])
+    tell(msg, Verdict(ident, False, reason))
+
+
+def tell(msg: Inbound, verdict: Verdict) -> None:
+    """Give a service's message (HTTP, Wyoming) admission's verdict; a broken reply never stops the loop."""
+    if msg.reply is None:
+        return
+    try:
+        msg.reply(verdict)
+    except Exception:
+        _LOGGER.error("a service's reply failed", exc_info=True)
 
 
 def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Assets, scheduler: Scheduler,
@@ -105,6 +122,7 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
                 _LOGGER.info("redelivery of %s ignored", entry.id)
                 return None
     if scheduler.is_duplicate(ann.id, now):
+        tell(msg, Verdict(ann.id, True, "duplicate id: already queued, playing or played", duplicate=True))
         holder = next((entry for entry in held if entry.id == ann.id), None)
         if holder is not None:  # still queued or playing: ack with it when it ends
             holder.acks.append(msg.ack)
@@ -112,8 +130,9 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
             events.ack([msg.ack])
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
-    return _offer(Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                        received_mono=msg.received_mono, prepared=text, hops=hops), now, scheduler, events)
+    entry = Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
+                  received_mono=msg.received_mono, prepared=text, hops=hops)
+    return _offer(entry, now, scheduler, events, lambda reason: tell(msg, Verdict(ann.id, reason is None, reason)))
 
 
 def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None:
@@ -122,18 +141,23 @@ def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None
     return ann.expires_at
 
 
-def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events) -> Entry | None:
+def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events,
+           told: Callable[[str | None], None]) -> Entry | None:
+    """Queue ``entry``; ``told`` hears None when it was queued, else the reason of its event."""
     if entry.expired(now):
         scheduler.ended(entry.id, now)
         events.publish(entry.id, "expired", "expired before it was queued")
         events.ack(entry.acks)
+        told("expired before it was queued")
         return None
     admission = scheduler.offer(entry, now)
     if not admission.accepted:
         events.publish(entry.id, "rejected", admission.reason)
         events.ack(entry.acks)
+        told(admission.reason or "rejected")
         return None
     events.publish(entry.id, "queued")
+    told(None)
     if admission.displaced is not None:
         gone = admission.displaced  # never played: a later retry with its id is welcome
         events.publish(gone.id, "rejected", "queue full: displaced by a more urgent announcement")

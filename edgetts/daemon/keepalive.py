@@ -23,6 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from edgetts.daemon.speed import timed_run
+from edgetts.engine import AudioChunk, SynthesisConfig, Voice
+
 _LOGGER = logging.getLogger(__name__)
 
 #: What the daemon feeds through the voice: short, every phoneme class once.
@@ -148,3 +151,12 @@ class Keepalive:
 
     def stats(self) -> KeepaliveStats:
         return KeepaliveStats(self._runs, self._preempted, self._cpu, self._wall, self.interval_s)
+
+
+def keepalive_run(voice: Voice | None, name: str, notify: Callable[[Any], None]) -> Iterator[AudioChunk]:
+    """The keepalive's inference: ``voice`` (the default one, or None) reads a word, timed under ``name``
+    so the full voice's speed is known while its degrade_to variant speaks (issue 14)."""
+    if voice is None:
+        return iter(())
+    return timed_run(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)), name,
+                     notify, keepalive=True)

@@ -11,7 +11,10 @@ Threads and what they may do:
 * the audio thread (:class:`edgetts.audio.player.Player`): write to the device;
 * the reload thread (edgetts.daemon.reload): build the new config's assets beside
   the running ones;
-* signal handlers: enqueue the signal.
+* signal handlers: enqueue the signal;
+* services (edgetts.daemon.services: Wyoming, HTTP) on their own threads: enqueue
+  announcements and controls, read the assets, synthesize on the side lane
+  (edgetts.daemon.side), which the synthesis thread runs when it has no announcement.
 
 Everything else happens on the loop in :meth:`Daemon.run`, one message at a
 time: admission (edgetts.daemon.admission), play-out and the player's reports
@@ -27,13 +30,12 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edgetts import __version__
-from edgetts.audio.convert import DeviceFormat
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
 from edgetts.config import Config, ConfigError
 from edgetts.daemon.admission import admit, expire
@@ -47,10 +49,11 @@ from edgetts.daemon.assets import (
     memory_problem,
 )
 from edgetts.daemon.clips import ClipLibrary
+from edgetts.daemon.control import Control
 from edgetts.daemon.dedup import open_dedup_memory
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
-from edgetts.daemon.keepalive import KEEPALIVE_TEXT, Keepalive
+from edgetts.daemon.keepalive import Keepalive, keepalive_run
 from edgetts.daemon.messages import Status
 from edgetts.daemon.mqtt import Inbound, MqttLink
 from edgetts.daemon.phrase_cache import PhraseCache
@@ -59,26 +62,19 @@ from edgetts.daemon.poison import IntakeJournal, journal_folder
 from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refused
 from edgetts.daemon.scheduler import Scheduler
 from edgetts.daemon.sdnotify import Notifier
-from edgetts.daemon.sound_card import OutputStream
-from edgetts.daemon.speed import SpeedSample, timed_run
+from edgetts.daemon.services import EventFeed, Service, ServiceContext, Services, TapLink, build_services
+from edgetts.daemon.side import SideSynthesis
+from edgetts.daemon.sound_card import OutputStream, player_settings
+from edgetts.daemon.speed import SpeedSample
 from edgetts.daemon.synth import FallbackUsed, Synthesizer
-from edgetts.engine import AudioChunk, SynthesisConfig, Voice
+from edgetts.engine import Voice
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.cpu_plan import plan_cpu
 
 _LOGGER = logging.getLogger(__name__)
 
-
-def player_settings(config: Config, default_rate: int) -> PlayerSettings:
-    """The audio section as the player takes it (``default_rate`` when audio/sample_rate is not set)."""
-    a = config.audio
-    fmt = DeviceFormat(a.sample_rate or default_rate, a.channels, a.sample_format)
-    return PlayerSettings(
-        device=a.device, format=fmt, block_frames=a.block_frames, lead_in_ms=a.lead_in_ms,
-        fade_ms=a.fade_ms, preempt_fade_ms=a.preempt_fade_ms, close_idle_s=a.close_idle_s,
-        reopen_min_s=a.reopen_min_s, reopen_max_s=a.reopen_max_s, realtime_pacing=a.realtime_pacing,
-        audio_core=config.cpu.audio_core, realtime=config.cpu.realtime_audio,
-    )
+SIDE_LIMIT, SIDE_BACKLOG = 4, 32
+"""Side syntheses (Wyoming, HTTP) made in turn, and waiting: each service caps its own too."""
 
 
 # ----------------------------------------------------------- loop messages
@@ -115,6 +111,7 @@ class DaemonOptions:
     link_factory: Callable[..., Any] = MqttLink
     notifier: Notifier | None = None
     install_signals: bool = True
+    services: Callable[[Config], list[Service]] = build_services
 
 
 class Daemon:
@@ -136,8 +133,15 @@ class Daemon:
         self._cpu = plan_cpu(config.cpu)
         if self._cpu.problem is not None:
             self._health.set("cpu", self._cpu.problem)
-        keepalive = Keepalive(config.keepalive.interval_s, self._keepalive_inference)
-        self._synth = Synthesizer(self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive)
+        # On the synthesis thread when idle; the assets are swapped whole on reload, so it
+        # sees the old or the new ones, never half of either.
+        keepalive = Keepalive(config.keepalive.interval_s, lambda: keepalive_run(
+            self._assets.default_voice, self._assets.config.voice.name, self._inbox.put))
+        self._side = SideSynthesis(SIDE_LIMIT, SIDE_BACKLOG)
+        self._synth = Synthesizer(self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive,
+                                  side=self._side)
+        self._feed = EventFeed()
+        self._services = Services(self._opts.services(config), self._health)
         self._playout = Playout(self.scheduler, self._synth, self._events, self._health, lambda: self._assets)
         self._reloading = False
         self._reload_again = False
@@ -192,13 +196,16 @@ class Daemon:
         # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
         self._use(build_assets(self.config, self._loading()))
         # Built (password resolved) before any thread starts: a bad credential ends here.
-        self._link = self._opts.link_factory(
+        self._link = TapLink(self._opts.link_factory(
             self.config, on_message=self._inbox.put,
             on_connection=lambda ok, why: self._inbox.put(_Connection(ok, why)),
             offline_status=self._status("offline"),
-        )
+        ), self._feed)
         self._events.attach(self._link)
         self._start_threads(player_settings(self.config, self._assets.default_rate))
+        self._services.start(ServiceContext.of_daemon(
+            f"{self.config.base_topic}/announce", lambda: self._assets, self._inbox.put, self._side, self._feed,
+            self._link))
         default = self._assets.default_voice
         if default is not None:
             self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")
@@ -260,7 +267,11 @@ class Daemon:
                 self._next_watchdog = time.monotonic() + wd / 2
 
     def _dispatch(self, msg: Any) -> None:
-        if isinstance(msg, Inbound):
+        if isinstance(msg, Inbound) and msg.topic == self.config.control_topic:
+            self._playout.control_message(msg)
+        elif isinstance(msg, Control):
+            self._playout.control(msg)
+        elif isinstance(msg, Inbound):
             entry = admit(msg, self._assets, self.scheduler, self._playout.in_hand(), self._events, self._journal)
             if entry is not None:
                 self._playout.admitted(entry)
@@ -355,19 +366,6 @@ class Daemon:
             _LOGGER.warning("synthesis thread: %s", problem)
             self._inbox.put(_RuntimeProblem("cpu", problem))
 
-    def _keepalive_inference(self) -> Iterator[AudioChunk]:
-        """What the synthesis thread runs when idle: the default voice reads a word.
-
-        Called on that thread; the assets are swapped whole on reload, so
-        reading them here sees the old or the new ones, never half of either.
-        """
-        voice, name = self._assets.default_voice, self._assets.config.voice.name
-        if voice is None:
-            return iter(())
-        # Timed: the full voice's speed is known while its variant speaks (issue 14).
-        return timed_run(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)), name,
-                         self._inbox.put, keepalive=True)
-
     # ------------------------------------------------------------ status
     def _status(self, state: str) -> Status:
         assets = self._assets
@@ -387,6 +385,8 @@ class Daemon:
     def _shutdown(self) -> None:
         self._notifier.stopping("stopping")
         self._halt()
+        self._services.close()
+        self._side.close()
         self._playout.stop_all()
         if self._link is not None:
             self._link.stop()  # publishes `offline` first (issue 3)
@@ -397,4 +397,4 @@ class Daemon:
         _LOGGER.info("stopped")
 
 
-__all__ = ["Daemon", "DaemonOptions", "player_settings"]
+__all__ = ["Daemon", "DaemonOptions"]

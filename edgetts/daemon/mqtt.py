@@ -29,6 +29,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
+from edgetts.daemon.control import Verdict
 from edgetts.daemon.messages import Event, Status
 from edgetts.daemon.takeover import TakeoverWatch
 
@@ -87,6 +88,8 @@ class Inbound:
     received_mono: float
     retain: bool = False
     """Delivered from the broker's retained store (on subscribing), not as it was published."""
+    reply: Callable[[Verdict], None] | None = None
+    """Not from the broker but from a service (HTTP, Wyoming): told admission's verdict (issues 17, 18)."""
 
 
 class MqttLink:
@@ -205,7 +208,7 @@ class MqttLink:
             self._on_connection(False, f"connection refused: {reason}")
             return
         self.connected = True
-        topics = [(t, 1) for t in self._config.announce_topics]
+        topics = [(t, 1) for t in (*self._config.announce_topics, self._config.control_topic)]
         client.subscribe(topics)
         session = getattr(flags, "session_present", False)
         with self._lock:
@@ -298,6 +301,10 @@ class MqttLink:
         if not self.connected:
             return
         self._publish(self._config.status_topic, status.to_payload(), retain=True)
+
+    def publish(self, topic: str, payload: bytes, *, retain: bool = False) -> None:
+        """Publish anything (a service's: HA discovery, a zone announcement); QoS 1, queued by paho while offline."""
+        self._publish(topic, payload, retain=retain)
 
     def _publish(self, topic: str, payload: bytes, *, retain: bool) -> None:
         client = self._client

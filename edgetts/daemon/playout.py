@@ -1,11 +1,9 @@
 """Play-out: the announcement whose turn it is, from its source to the player's last report.
 
-:func:`choose_source` is the one place that decides where an announcement's
-audio comes from: a clip, a phrase-cache hit, the synthesis thread, or the
-fallback clip when its voice is unavailable.  Audio that exists already is
-fed to the player from the loop at once (:func:`feed_audio`), without
-waiting for the synthesis thread; the loop also plays the fallback clip when
-the first speech misses its deadline (issue 6: never silent).  The player's
+:func:`edgetts.daemon.source.choose_source` decides where an announcement's
+audio comes from; play-out hands it to the player or the synthesis thread,
+and plays the fallback clip when the first speech misses its deadline
+(issue 6: never silent).  The player's
 reports end each announcement: its event, its acknowledgement, and after a
 preemption its return to the queue.
 """
@@ -18,156 +16,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport
 from edgetts.daemon.admission import preempts
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
+from edgetts.daemon.control import Control, parse_control
 from edgetts.daemon.degrade import Degrade
 from edgetts.daemon.events import Events
-from edgetts.daemon.fallback import choose
 from edgetts.daemon.health import Health
-from edgetts.daemon.messages import Announcement
+from edgetts.daemon.intake import PayloadError
+from edgetts.daemon.mqtt import Inbound
 from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
+from edgetts.daemon.source import Recorded, Synthesis, Unplayable, choose_source, feed_audio, prepared_text
 from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest
-from edgetts.engine import SynthesisConfig, Voice
-from edgetts.text.prepare import Prepared, prepare_text
-from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
-
-
-# ----------------------------------------------------------------- sources
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """Audio that exists already: a clip, a phrase-cache hit, or the fallback clip of an unavailable voice."""
-
-    sentences: list[np.ndarray]
-    rate: int
-    start: tuple[int, int]
-    """(repeat, sentence) to start from."""
-    gain: float = 1.0
-    """Level gain of every sentence (a clip's or a voice's loudness gain), applied by the converter."""
-    cached: bool = False
-    """A phrase-cache hit (`"cached": true` on `started`)."""
-    unavailable: str | None = None
-    """Why the announcement's voice is unavailable (``fallback`` plays instead), else None."""
-    fallback: Clip | None = None
-
-
-@dataclass(frozen=True)
-class Synthesis:
-    """Speech the synthesis thread makes, with the fallback clip to play if it fails or is late."""
-
-    voice: Voice
-    text: Prepared
-    config: SynthesisConfig
-    gain: float
-    cache_key: str | None
-    fallback: Clip | None
-    name: str = ""
-    """The configured voice asked for (``voice`` may be its degrade_to variant)."""
-    speed_key: str | None = None
-    variant: tuple[str, str] | None = None
-    """(degrade_to, why) when the variant speaks instead of the voice (issue 14)."""
-
-
-@dataclass(frozen=True)
-class Unplayable:
-    """Nothing can play (the announcement fails with ``reason``)."""
-
-    reason: str
-
-
-Source = Recorded | Synthesis | Unplayable
-
-
-def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) -> Source:
-    """Where ``entry``'s audio comes from, with the assets in force now (and ``degrade``'s choice of voice)."""
-    ann = entry.announcement
-    start = (entry.repeats_done, entry.resume_sentence)
-    if ann.clip is not None:
-        clip = assets.clips.get(ann.clip)
-        if clip is None:  # gone with a reload while it was queued
-            return Unplayable(f"clip {ann.clip!r} is no longer available")
-        return Recorded([clip.audio], clip.rate, start, clip.gain)
-    assert ann.text is not None
-    name = ann.voice or assets.config.voice.name
-    settings = assets.config.all_voices().get(name)
-    if settings is None:  # removed by a reload while it was queued
-        return Unplayable(f"voice {name!r} is no longer configured")
-    fallback = fallback_clip(ann, assets)
-    voice = assets.voices.get(name)
-    if voice is None:
-        why = assets.voice_errors.get(name, f"voice {name!r} is not loaded")
-        if fallback is None:
-            return Unplayable(f"voice unavailable: {why}")
-        return Recorded([fallback.audio], fallback.rate, (start[0], 0), fallback.gain, unavailable=why,
-                        fallback=fallback)
-    text = prepared_text(entry, assets)
-    if text is None:
-        return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
-    config = voice_synthesis_config(settings)
-    gain = assets.speech_gain(name)
-    key = assets.cache_key(name, text, config)
-    hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
-    if hit is not None:
-        return Recorded(list(hit.sentences), hit.sample_rate, start, gain, cached=True)
-    faster = degrade.variant_for(name, assets) if degrade is not None else None
-    if faster is not None:  # not cached: its audio is not the voice's
-        variant, why = faster
-        return Synthesis(variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key,
-                         (variant.label, why))
-    return Synthesis(voice, text, config, gain, key, fallback, name, name)
-
-
-def prepared_text(entry: Entry, assets: Assets) -> Prepared | None:
-    """``entry``'s text as admission prepared it, or prepared again when a reload changed the
-    text options since (then the key and the voice follow the options in force)."""
-    held = entry.prepared
-    text = entry.announcement.text
-    if text is None or (held is not None and held.options == assets.text):
-        return held
-    try:
-        entry.prepared = prepare_text(text, assets.text)
-    except SSMLError:
-        # Valid at admission: the voice reads the source with its own options and says why it cannot.
-        _LOGGER.warning("%s: its SSML does not prepare with the reloaded text options", entry.id)
-    return entry.prepared
-
-
-def fallback_clip(ann: Announcement, assets: Assets) -> Clip | None:
-    """The clip that stands in for ``ann``'s speech (its own, a rule's or the default), if any is there."""
-    fb = assets.config.fallback
-    choice = choose(ann.fallback, ann.text, assets.rules, fb.default_clip)
-    if choice is None:
-        return None
-    clip = assets.clips.get(choice.clip)
-    if clip is None:
-        _LOGGER.warning("fallback clip %r (%s) is not in the clip library", choice.clip, choice.source)
-        if choice.source != "default" and fb.default_clip is not None:
-            clip = assets.clips.get(fb.default_clip)
-    return clip
-
-
-def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray], rate: int,
-               repeat: int, start: tuple[int, int], gain: float) -> None:
-    """Feed audio that exists already (a clip, a phrase-cache hit), each piece with its level ``gain``,
-    and end the job."""
-    first_repeat, first_sentence = start
-    for rep in range(first_repeat, repeat):
-        skip = first_sentence if rep == first_repeat else 0
-        if chime is not None and skip == 0:
-            job.feed(chime.audio, chime.rate, (rep, -1), gain=chime.gain)
-        for i, audio in enumerate(sentences):
-            if i >= skip:
-                job.feed(audio, rate, (rep, i), speech=True, gain=gain)
-    job.end()
 
 
 # ----------------------------------------------------------------- play-out
@@ -187,6 +52,8 @@ class Running:
     cached: bool = False
     spoken: dict[str, str] | None = None
     """`voice`, and `variant` with its `reason`, of the `started` event of synthesized speech."""
+    cancelled: str | None = None
+    """Stopped or cancelled by a control message (edgetts.daemon.control): its `cancelled` reason."""
 
 
 class Playout:
@@ -311,6 +178,45 @@ class Playout:
             voice, config = faster[0].voice, faster[0].config
         self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config))
 
+    def control_message(self, msg: Inbound) -> None:
+        """A message on the control topic: carried out, or rejected with the reason; acknowledged."""
+        try:
+            ctl = parse_control(msg.payload, "mqtt")
+        except PayloadError as exc:
+            self._events.publish("control", "rejected", f"control: {exc}")
+        else:
+            ended = self.control(ctl)
+            _LOGGER.info("control %s%s from mqtt: %d ended", ctl.cmd, f" {ctl.id}" if ctl.id else "", ended)
+        self._events.ack([msg.ack])
+
+    def control(self, ctl: Control) -> int:
+        """Stop what plays, or cancel one announcement or all (edgetts.daemon.control); how many it ended.
+
+        A playing one ends with the player's fade and gets its `cancelled` event from the
+        player's last report; a queued one at once.
+        """
+        ended = 0
+        if ctl.cmd == "cancel":
+            for entry in self._scheduler.remove(ctl.id):
+                self._finish(entry, "cancelled", ctl.reason)
+                ended += 1
+        for running in list(self._running.values()):
+            if ctl.cmd == "stop":
+                wanted = running is self.current
+            else:  # (also one fading out after a preemption: else it would go back into the queue)
+                wanted = ctl.id is None or ctl.id == running.entry.id
+            if not wanted or running.cancelled is not None:
+                continue
+            running.cancelled = ctl.reason
+            running.job.stop()
+            self._synth.abandon(running.job)
+            if self.current is running:
+                self.current = None  # the next one starts once this one has faded
+            ended += 1
+        if ended:
+            self._health.changed()
+        return ended
+
     # ----------------------------------------------------- while it plays
     def check_deadline(self) -> None:
         """The first speech of the announcement playing is late: its fallback clip plays instead."""
@@ -362,6 +268,8 @@ class Playout:
             self._finish(entry, "finished", underruns=report.underruns, gap_ms=round(report.gap_ms, 1))
         elif report.kind == "failed":
             self._finish(entry, "failed", report.reason)
+        elif report.kind == "stopped" and running.cancelled is not None:
+            self._finish(entry, "cancelled", running.cancelled)
         elif report.kind == "stopped" and not self.stopping:  # stopping: not acked, the broker delivers it again
             self._stopped(entry, report.position)
 
@@ -396,5 +304,4 @@ class Playout:
         self._events.ack(entry.acks)
 
 
-__all__ = ["Playout", "Recorded", "Running", "Source", "Synthesis", "Unplayable", "choose_source",
-           "fallback_clip", "feed_audio", "prepared_text"]
+__all__ = ["Playout", "Running"]

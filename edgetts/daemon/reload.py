@@ -30,6 +30,11 @@ class AssetsLoaded:
     """With assets: a change that needs a restart; without: why the reload is refused."""
 
 
+RESTART_SECTIONS = ("mqtt", "device", "cpu")
+"""Sections a running daemon keeps as it started with: the broker session (and the unacknowledged
+messages in hand) belong to this connection, and the threads were placed once (cpu)."""
+
+
 def read_config(path: Path, running: Config) -> tuple[Config, str | None]:
     """The config in ``path`` as it can be applied now, and a note on what needs a restart.
 
@@ -41,10 +46,10 @@ def read_config(path: Path, running: Config) -> tuple[Config, str | None]:
         for line in exc.problems:
             _LOGGER.error("reload refused: %s", line)
         raise
-    if new.mqtt != running.mqtt or new.device != running.device:
-        # The broker session (and the unacked messages in hand) belong to this
-        # connection; moving them live would replay or lose announcements.
-        return replace(new, mqtt=running.mqtt, device=running.device), "mqtt/device changes take effect after a restart"
+    changed = [name for name in RESTART_SECTIONS if getattr(new, name) != getattr(running, name)]
+    if changed:
+        kept = replace(new, **{name: getattr(running, name) for name in changed})
+        return kept, f"{'/'.join(changed)} changes take effect after a restart"
     return new, None
 
 
@@ -64,10 +69,14 @@ def load_beside(config: Config, note: str | None, loading: Loading, previous: As
         except EdgeTTSError as exc:
             post(AssetsLoaded(None, str(exc)))
             return
+        except Exception as exc:  # a bug: refused all the same, or the loop would wait for it forever
+            _LOGGER.exception("reload failed")
+            post(AssetsLoaded(None, f"reload failed: {type(exc).__name__}: {exc}"))
+            return
         post(AssetsLoaded(assets, note))
 
     # Beside the running voices, off the loop: the loop keeps playing and pinging.
     threading.Thread(target=load, name="edgetts-reload", daemon=True).start()
 
 
-__all__ = ["AssetsLoaded", "load_beside", "read_config", "refused"]
+__all__ = ["RESTART_SECTIONS", "AssetsLoaded", "load_beside", "read_config", "refused"]

@@ -162,6 +162,13 @@ class Scheduler:
         if remember:
             self._done.remember(ident, now)
 
+    def remove(self, ident: str | None) -> list[Entry]:
+        """Take out the queued entry ``ident`` (every queued one for None); they stay known ids
+        until :meth:`ended` is called for them."""
+        out = [e for e in self._queue if ident is None or e.id == ident]
+        self._queue = [e for e in self._queue if e not in out]
+        return out
+
     def drain(self) -> list[Entry]:
         """Remove and return every queued entry."""
         out, self._queue = self._queue, []

@@ -15,6 +15,8 @@ import logging
 from typing import Any
 
 from edgetts.audio.convert import DeviceFormat
+from edgetts.audio.player import PlayerSettings
+from edgetts.config import Config
 from edgetts.errors import AudioDeviceError
 
 _LOGGER = logging.getLogger(__name__)
@@ -149,3 +151,15 @@ class OutputStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def player_settings(config: Config, default_rate: int) -> PlayerSettings:
+    """The audio section as the player takes it (``default_rate`` when audio/sample_rate is not set)."""
+    a = config.audio
+    fmt = DeviceFormat(a.sample_rate or default_rate, a.channels, a.sample_format)
+    return PlayerSettings(
+        device=a.device, format=fmt, block_frames=a.block_frames, lead_in_ms=a.lead_in_ms,
+        fade_ms=a.fade_ms, preempt_fade_ms=a.preempt_fade_ms, close_idle_s=a.close_idle_s,
+        reopen_min_s=a.reopen_min_s, reopen_max_s=a.reopen_max_s, realtime_pacing=a.realtime_pacing,
+        audio_core=config.cpu.audio_core, realtime=config.cpu.realtime_audio,
+    )

@@ -23,6 +23,7 @@ from edgetts.daemon.clips import Clip
 from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.keepalive import Keepalive
 from edgetts.daemon.phrase_cache import PhraseCache
+from edgetts.daemon.side import SideSynthesis
 from edgetts.daemon.speed import Meter, Timed
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError, UnspeakableTextError
@@ -85,6 +86,13 @@ class SynthRequest:
     """Stamped when this thread takes the request and when the voice yields its first chunk."""
 
 
+class _Wake:
+    """A side stream has work (edgetts.daemon.side): the thread looks again."""
+
+
+_WAKE = _Wake()
+
+
 @dataclass(frozen=True)
 class Prefetch:
     """Synthesize the first sentence of what is likely to play next."""
@@ -111,9 +119,10 @@ class Synthesizer:
         *,
         setup: Callable[[], None] | None = None,
         keepalive: Keepalive | None = None,
+        side: SideSynthesis | None = None,
     ) -> None:
         self._notify = notify or (lambda _msg: None)
-        self._requests: queue.SimpleQueue[SynthRequest | Prefetch | None] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[SynthRequest | Prefetch | _Wake | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="edgetts-synth", daemon=True)
         self._prefetched: tuple[tuple[str, int, Prepared], Timed] | None = None
         self._meter = Meter()
@@ -123,6 +132,10 @@ class Synthesizer:
         self._lock = threading.Lock()
         self._current: SynthRequest | None = None
         """The request being synthesized (guarded by ``_lock``: :meth:`abandon` reads it)."""
+        self.side = side
+        """Wyoming and HTTP syntheses (edgetts.daemon.side), run here when no announcement is in hand."""
+        if side is not None:
+            side.attach(lambda: self._requests.put(_WAKE))
 
     @property
     def thread(self) -> threading.Thread:
@@ -154,16 +167,26 @@ class Synthesizer:
             self._thread.join(timeout)
 
     def _next(self) -> SynthRequest | Prefetch | None:
-        """The next request; while none comes, the keepalive inference when it is due."""
-        ka = self.keepalive
+        """The next request; while none comes, side streams' chunks, or the keepalive inference when due."""
+        ka, side = self.keepalive, self.side
         while True:
+            if side is not None and self._requests.empty() and side.has_work():
+                # One chunk, then the requests are looked at again: an announcement waits for one
+                # window at most (issues 17, 18).
+                side.step()
+                if ka is not None:
+                    ka.note_activity()
+                continue
             timeout = ka.seconds_until_due() if ka is not None else None
             try:
-                return self._requests.get(timeout=timeout)
+                request = self._requests.get(timeout=timeout)
             except queue.Empty:
                 assert ka is not None
                 # A request arriving meanwhile stops it between sentences (issue 5).
                 ka.run(preempted=lambda: not self._requests.empty())
+                continue
+            if not isinstance(request, _Wake):
+                return request
 
     def _run(self) -> None:
         if self._setup is not None:

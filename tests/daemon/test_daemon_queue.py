@@ -329,3 +329,49 @@ def test_next_announcement_is_synthesized_while_the_current_one_plays(daemon_rig
     pcm = rig.capture.pcm()
     a_at = assert_played(pcm, rig.expected(first), FADE)
     assert_played(pcm, rig.expected("Next please."), FADE, a_at + rig.expected(first).size)
+
+
+def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(daemon_rig, monkeypatch) -> None:
+    """A `cpu:` change is kept for the restart and said so (the threads were placed once); a reload
+    that raises something unexpected is refused, not left 'in progress' forever (issue 13's leftovers)."""
+    from edgetts.daemon import reload as reload_mod
+
+    rig = daemon_rig()
+    good = rig.config.read_text()
+    started_cpu = rig.daemon.config.cpu
+    rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 40\n") + "cpu:\n  audio_core: 0\n")
+    rig.daemon.request_reload()
+    st = rig.probe.wait_status(lambda s: any(d["what"] == "config" for d in s["degraded"]))
+    assert {d["what"]: d["reason"] for d in st["degraded"]}["config"] == "cpu changes take effect after a restart"
+    assert rig.daemon.config.cpu == started_cpu and rig.daemon.config.audio.lead_in_ms == 40
+
+    real = reload_mod.build_assets
+    monkeypatch.setattr(reload_mod, "build_assets", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug")))
+    rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 60\n"))
+    rig.daemon.request_reload()
+    st = rig.probe.wait_status(lambda s: any("RuntimeError: bug" in d["reason"] for d in s["degraded"]))
+    assert rig.daemon.config.audio.lead_in_ms == 40  # the old config stays
+    monkeypatch.setattr(reload_mod, "build_assets", real)
+    rig.daemon.request_reload()  # the next reload is not ignored as "already reloading"
+    deadline = time.monotonic() + 10
+    while rig.daemon.config.audio.lead_in_ms != 60:
+        assert time.monotonic() < deadline, "the reload after the failed one was not applied"
+        time.sleep(0.02)
+    assert "config" not in rig.daemon.degraded
+    rig.say("after", "Reloaded.")
+
+
+def test_a_bug_while_queueing_rejects_the_message_and_the_daemon_plays_on(daemon_rig, monkeypatch) -> None:
+    rig = daemon_rig()
+    real = rig.daemon.scheduler.offer
+
+    def offer(entry, now):  # type: ignore[no-untyped-def]
+        if entry.id == "bad":
+            raise RuntimeError("queue bug")
+        return real(entry, now)
+
+    monkeypatch.setattr(rig.daemon.scheduler, "offer", offer)
+    rig.probe.publish({"id": "bad", "text": "This one hits the bug."})
+    assert rig.probe.wait_event("bad", "rejected")["reason"] == "cannot be queued: RuntimeError: queue bug"
+    rig.say("good", "This one plays.")
+    assert rig.probe.events_of("good") == ["queued", "started", "finished"]

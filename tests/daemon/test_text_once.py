@@ -11,8 +11,8 @@ import pytest
 from edgetts.config import Config
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.messages import Announcement
-from edgetts.daemon.playout import prepared_text
 from edgetts.daemon.scheduler import Entry
+from edgetts.daemon.source import prepared_text
 from edgetts.text.normalize import NormalizeOptions
 from edgetts.text.prepare import Prepared, prepare_text
 

@@ -57,7 +57,7 @@ class DaemonRig:
     """
 
     def __init__(self, config: Path, broker: Broker, capture: Capture, voices: dict[str, Any] | None, *,
-                 notifier: Any = None, stream_factory: Any = None) -> None:
+                 notifier: Any = None, stream_factory: Any = None, services: Any = None) -> None:
         from edgetts.config import load_config
         from edgetts.daemon.loop import Daemon, DaemonOptions
 
@@ -72,6 +72,8 @@ class DaemonRig:
         options = DaemonOptions(voice_loader=loader, install_signals=False, notifier=notifier)
         if stream_factory is not None:
             options.stream_factory = stream_factory
+        if services is not None:  # (config -> list of edgetts.daemon.services.Service)
+            options.services = services
         settings = load_config(config)
         self.probe = Probe(broker, settings.mqtt.topic_prefix, settings.device.id)
         self.daemon = Daemon(settings, config, options)
@@ -166,7 +168,7 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
     """Makes :class:`DaemonRig`s against the test broker and the ALSA capture; all closed in teardown.
 
     ``make(voice=None, *, real_voices=False, config=None, device=None, clips=None,
-    notifier=None, stream_factory=None, online_timeout=15.0, **config_yaml_args)``: the fake
+    notifier=None, stream_factory=None, services=None, online_timeout=15.0, **config_yaml_args)``: the fake
     default voice (model `default`) is ``voice`` (a new FakeVoice when None), beside a 16 kHz
     fake for model `alt`; ``real_voices`` uses the real loader instead.
     ``config``: a config file to run as it is; else one is written from ``config_yaml`` with
@@ -177,7 +179,7 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
 
     def make(voice: Any = None, *, real_voices: bool = False, config: Path | None = None, device: str | None = None,
              clips: dict[str, np.ndarray] | None = None, notifier: Any = None, stream_factory: Any = None,
-             online_timeout: float | None = 15.0, **cfg: Any) -> DaemonRig:
+             services: Any = None, online_timeout: float | None = 15.0, **cfg: Any) -> DaemonRig:
         if config is None:
             device = device or _device(request, len(rigs))
             if clips is not None:
@@ -190,7 +192,8 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
             config.write_text(config_yaml(mosquitto, device, **cfg))
         fakes = None if real_voices else {"default": FakeVoice() if voice is None else voice,
                                           "alt": FakeVoice("alt", 16000)}
-        rig = DaemonRig(config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory)
+        rig = DaemonRig(config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory,
+                        services=services)
         rigs.append(rig)
         if online_timeout is not None:
             rig.wait_online(online_timeout)
