@@ -148,8 +148,8 @@ class HttpAnnouncer:
         self.csrf = json.loads(res.read())["csrf"]
         self.cookie = (res.getheader("set-cookie") or "").split(";", 1)[0]
 
-    def one(self, ident: str, text: str) -> float:
-        """POST /api/announce -> started.ts, in ms."""
+    def one(self, ident: str, text: str) -> tuple[float, float]:
+        """(POST /api/announce -> started.ts, POST -> the loop's receipt: started.ts - latency_ms), in ms."""
         body = json.dumps({"id": ident, "text": text}).encode()
         self.conn.close()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
@@ -170,7 +170,8 @@ class HttpAnnouncer:
             elif ev["event"] in ("finished", "failed", "rejected"):
                 if ev["event"] != "finished" or started is None:
                     raise SystemExit(f"bench: {ident} {ev}")
-                return (started["ts"] - t0) * 1000.0
+                total = (started["ts"] - t0) * 1000.0
+                return total, total - float(started["latency_ms"])
 
 
 def engine_voice(config_path: Path) -> Any:
@@ -213,7 +214,7 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
     announcer.one("warmup", "Warming up.")
     out: dict[str, Any] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [], "engine_ms": [],
                            "cached_ms": [], "cached_internal_ms": [],
-                           "http_ms": [], "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
+                           "http_ms": [], "http_hop_ms": [], "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
     out["peak_rss_start_mb"] = vm_kb(pid, "VmHWM") / 1024.0
     # From here VmHWM is the corpus's own peak, not the voice load's (Linux: "5" resets it).
     Path(f"/proc/{pid}/clear_refs").write_text("5")
@@ -233,7 +234,9 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
             if console is not None:
                 for entry in (tmp / "phrases").glob("*.etpc"):
                     entry.unlink()
-                out["http_ms"].append(console.one(f"r{r}-{i}-http", text))
+                total, hop = console.one(f"r{r}-{i}-http", text)
+                out["http_ms"].append(total)
+                out["http_hop_ms"].append(hop)
             total, started = announcer.one(f"r{r}-{i}-again", text, cached=True)
             out["cached_ms"].append(total)
             out["cached_internal_ms"].append(float(started["latency_ms"]))
@@ -311,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
         "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
         **{f"  hop {name}": summary(values) for name, values in numbers["hops_ms"].items()},
-        **({"edgetts daemon: HTTP POST /api/announce -> first PCM to ALSA": summary(numbers["http_ms"])}
+        **({"edgetts daemon: HTTP POST /api/announce -> first PCM to ALSA": summary(numbers["http_ms"]),
+            "  hop http (POST -> the loop's receipt; beside hop mqtt)": summary(numbers["http_hop_ms"])}
            if numbers["http_ms"] else {}),
         "edgetts engine alone (same voice and config): first chunk": summary(numbers["engine_ms"]),
         "  daemon minus engine, per line": summary(overhead),

@@ -59,6 +59,13 @@ def test_announce_through_the_api_plays_with_the_same_events_and_reasons(daemon_
         assert reply.error == event["reason"]
         if reason:
             assert reason in reply.error
+    # without credentials only a loopback Host is served (a DNS-rebound page of another name is refused)
+    for host in ("evil.example", f"evil.example:{c.port}", f"10.0.0.1:{c.port}"):
+        assert c.get("/api/session", headers={"host": host}).status == 403
+        assert c.post("/api/announce", {"text": "rebound"}, headers={"host": host, "origin": f"http://{host}"}
+                      ).status == 403
+    for host in (f"localhost:{c.port}", f"127.0.0.1:{c.port}", f"[::1]:{c.port}"):
+        assert c.get("/api/queue", headers={"host": host}).status == 200
     # the same id again: accepted as the duplicate it is, nothing queued twice
     again = c.post("/api/announce", {"id": "h1", "text": text})
     assert again.status == 202 and again.json()["duplicate"] is True

@@ -109,7 +109,8 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     long_text = " ".join(f"Sentence number {i} of the long one." for i in range(10))
     long_id = _announce(d, long_text)
     _wait(d, lambda d: _logged(d, long_id, "started"))
-    _wait(d, lambda d: d.find_element("id", "now-playing").text == long_id)
+    _wait(d, lambda d: d.find_element("id", "now-playing").get_attribute("data-id") == long_id)
+    assert d.find_element("id", "now-playing").text == f"{long_id}: {long_text}"
     queued_id = _announce(d, "This one is cancelled.", "low")
     _wait(d, lambda d: d.find_elements("css selector", f'#queue li[data-id="{queued_id}"] button.cancel'))
     desktop = ARTEFACTS / "console-desktop.png"

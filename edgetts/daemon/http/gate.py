@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from edgetts.config.http import is_loopback
 from edgetts.daemon.http.access import Access, RateLimit, Session, csrf_ok
 
 _LOGGER = logging.getLogger(__name__)
@@ -75,6 +76,14 @@ def _same_origin(scope: Scope) -> bool:
     return origin.split("://", 1)[-1] == host
 
 
+def _loopback_host(scope: Scope) -> bool:
+    host = header(scope, b"host")
+    if host is None:
+        return True  # HTTP/1.0 without Host: not a browser
+    name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.rsplit(":", 1)[0]
+    return is_loopback(name)
+
+
 class Gate:
     """Wraps the app; marks each passed request with ``scope["edgetts.auth"]`` and its session."""
 
@@ -128,6 +137,10 @@ class Gate:
                 return 400, {"error": "bad Content-Length"}, []
             return 413, {"error": f"request body over {self.max_body} bytes"}, []
         path, method = scope["path"], scope["method"]
+        if self.access.credentials.open and not _loopback_host(scope):
+            # DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 is "same
+            # origin" to the browser; without credentials only a loopback Host is served at all
+            return 403, {"error": "without credentials only a loopback Host is served"}, []
         if _CONTROL.search(path):
             # never routed: Starlette's route patterns end in `$`, which matches before a final newline
             # ("/api/clips/ding%0A" would serve the clip "ding")

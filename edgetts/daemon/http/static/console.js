@@ -5,6 +5,7 @@
 const $ = (id) => document.getElementById(id);
 let csrf = null;
 let events = null;
+const said = new Map(); // id -> what it says, from the queue and the form, for "now playing"
 
 function el(tag, text, cls) {
   const node = document.createElement(tag);
@@ -100,7 +101,8 @@ function showStatus(s) {
 }
 
 function showPlaying(current) {
-  $("now-playing").textContent = current || "nothing";
+  const what = current && said.has(current) ? `${current}: ${said.get(current)}` : current;
+  $("now-playing").textContent = what || "nothing";
   $("now-playing").dataset.id = current || "";
   $("stop-button").disabled = !current;
 }
@@ -111,7 +113,6 @@ async function loadStatus() {
 
 async function loadQueue() {
   const q = await json("GET", "/api/queue");
-  showPlaying(q.current);
   const list = $("queue");
   list.replaceChildren();
   if (!q.queue.length) list.append(el("li", q.queue_depth ? `${q.queue_depth} waiting` : "empty", "empty"));
@@ -119,6 +120,7 @@ async function loadQueue() {
     const li = el("li");
     li.dataset.id = e.id;
     const what = e.text !== undefined && e.text !== null ? e.text : `clip ${e.clip}`;
+    said.set(e.id, what);
     li.append(el("span", e.priority, "ev"), el("span", `${e.id}: ${what}`, "grow"));
     const cancel = el("button", "Cancel", "cancel");
     cancel.type = "button";
@@ -127,6 +129,8 @@ async function loadQueue() {
     li.append(cancel);
     list.append(li);
   }
+  showPlaying(q.current);
+  while (said.size > 500) said.delete(said.keys().next().value);
 }
 
 async function cancelOne(id) {
@@ -193,7 +197,9 @@ function announcement() {
 $("announce-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   try {
-    const out = await json("POST", "/api/announce", announcement());
+    const sent = announcement();
+    const out = await json("POST", "/api/announce", sent);
+    said.set(out.id, sent.text !== undefined ? sent.text : `clip ${sent.clip}`);
     say($("announce-result"), `queued as ${out.id}` + (out.topic ? ` (sent to ${out.topic})` : ""), true);
     $("announce-result").dataset.id = out.id;
   } catch (e) {
