@@ -167,9 +167,25 @@ def test_read_only_views(daemon_rig, tmp_path: Path) -> None:
     assert c.get("/static/index.html").status == 404  # only the listed assets
 
 
+def _outward_address() -> str | None:
+    """This machine's address toward other machines (no packet is sent), or None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
 def test_events_stream_and_recent_log(daemon_rig) -> None:
     rig, c = console_rig(daemon_rig)
     c.start()
+    # no credentials: bound to loopback, so nothing answers on the machine's other address
+    outward = _outward_address()
+    if outward is not None:
+        with pytest.raises(OSError):
+            socket.create_connection((outward, c.port), timeout=2).close()
     conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
     conn.request("GET", "/api/events", headers={"cookie": c.cookie or ""})
     res = conn.getresponse()
