@@ -1,4 +1,4 @@
-"""Daemon verbs: `edgetts run`, `edgetts check-config`, `edgetts print-config`."""
+"""Daemon verbs: `edgetts run`, `check-config`, `print-config`, `status`, `fleet`."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help=f"config file (default {DEFAULT_CONFIG_PATH})")
     status.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the status")
     status.set_defaults(func=cmd_status)
+
+    fleet = subparsers.add_parser(
+        "fleet", help="list every device on the broker (from their retained statuses): state, clock, degraded"
+    )
+    fleet.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
+                       help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})")
+    fleet.add_argument("--json", action="store_true", help="one JSON object: device id -> its status")
+    fleet.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker at most")
+    fleet.set_defaults(func=cmd_fleet)
 
 
 def _load(path: str) -> Config | None:
@@ -133,6 +142,30 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(status, indent=2, ensure_ascii=False))
     return 0 if status.get("state") == "online" else 3
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    """Every device's retained status; exit 0 when all are online, 3 when one is not (or none is there)."""
+    import json
+
+    from edgetts.daemon.fleet import read_fleet, table
+    from edgetts.daemon.mqtt import MqttSetupError
+
+    config = _load(args.config)
+    if config is None:
+        return 1
+    try:
+        members = read_fleet(config, timeout=args.timeout)
+    except MqttSetupError as exc:
+        print(f"edgetts: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({m.device: m.status if m.problem is None else {"problem": m.problem} for m in members},
+                         indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(table(members)))
+    online = [m for m in members if m.status.get("state") == "online"]
+    return 0 if members and len(online) == len(members) else 3
 
 
 def cmd_run(args: argparse.Namespace) -> int:

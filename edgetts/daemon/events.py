@@ -47,6 +47,7 @@ class Events:
         log("%s %s%s%s", event, ident, f": {reason}" if reason else "",
             f" ({more['detail']})" if more.get("detail") else "")
         self._link.publish_event(ev)
+        self._health.note_event(ev.id, event, ev.ts)
         self._health.changed()
 
     def fallback(self, ident: str, reason: str, clip: str, detail: str) -> None:

@@ -13,18 +13,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgetts import __version__
-from edgetts.daemon.messages import Degraded, Status
+from edgetts.daemon.status import Degraded, Status
+from edgetts.runtime.clock import clock_health
 from edgetts.runtime.memlock import read_vmlck
+
+_PLAYED = frozenset({"started", "finished", "failed", "cancelled", "preempted", "fallback"})
+"""Events of an announcement whose turn came (not `queued`, `rejected` or `expired`)."""
 
 
 class Health:
     """The `degraded` map (what -> reason), the underrun totals and the "status changed" flag."""
 
-    def __init__(self) -> None:
+    def __init__(self, groups: tuple[str, ...] = ()) -> None:
         self._degraded: dict[str, str] = {}
         self._changed = True  # the first status goes out at the loop's first turn
         self._underruns = 0
         self._gap_ms = 0.0
+        self._groups = groups
+        """The device's groups, as it started (a device change needs a restart)."""
+        self._last: dict[str, Any] | None = None
+
+    def note_event(self, ident: str, event: str, ts: float) -> None:
+        """An announcement's event: the status's `last` (what played last, and how it ended)."""
+        if event in _PLAYED:
+            self._last = {"id": ident, "event": event, "ts": round(ts, 3)}
 
     def set(self, what: str, reason: str) -> None:
         self._degraded[what] = reason
@@ -87,6 +99,9 @@ class Health:
             gap_ms=self._gap_ms,
             rtf_1min=None if speed is None else speed.get("rtf_1min"),
             speed=speed,
+            groups=self._groups,
+            clock=clock_health().to_dict(),
+            last=self._last,
         )
 
 

@@ -54,7 +54,6 @@ from edgetts.daemon.dedup import open_dedup_memory
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.keepalive import Keepalive, keepalive_run
-from edgetts.daemon.messages import Status
 from edgetts.daemon.mqtt import Inbound, MqttLink
 from edgetts.daemon.phrase_cache import PhraseCache
 from edgetts.daemon.playout import Playout
@@ -66,6 +65,7 @@ from edgetts.daemon.services import EventFeed, Service, ServiceContext, Services
 from edgetts.daemon.side import SideSynthesis
 from edgetts.daemon.sound_card import OutputStream, player_settings
 from edgetts.daemon.speed import SpeedSample
+from edgetts.daemon.status import Status
 from edgetts.daemon.synth import FallbackUsed, Synthesizer
 from edgetts.engine import Voice
 from edgetts.errors import AudioDeviceError
@@ -124,7 +124,7 @@ class Daemon:
         self._notifier = self._opts.notifier or Notifier()
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._assets = Assets(config)
-        self._health = Health()
+        self._health = Health(config.device.groups)
         self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s,
                                    open_dedup_memory(config.queue, self._health))
         self._events = Events(self._health)

@@ -30,7 +30,8 @@ from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
 from edgetts.daemon.control import Verdict
-from edgetts.daemon.messages import Event, Status
+from edgetts.daemon.messages import Event
+from edgetts.daemon.status import Status
 from edgetts.daemon.takeover import TakeoverWatch
 
 _LOGGER = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class MqttLink:
             max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s)))
         )
         client.max_queued_messages_set(1000)
-        _apply_security(client, m, self._password)
+        apply_security(client, m, self._password)
         client.will_set(cfg.status_topic, self._offline.to_payload(), qos=1, retain=True)
         # Set before connecting: a persistent session's queued messages arrive right
         # after CONNACK, before any subscribe() (system recipe §1).
@@ -330,7 +331,7 @@ def _send_small_packets_now(sock: Any) -> None:
         _LOGGER.debug("cannot set TCP_NODELAY: %s", exc)
 
 
-def _apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) -> None:
+def apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) -> None:
     """User name/password and TLS (mutual TLS with a client certificate) from the config."""
     if m.username is not None:
         client.username_pw_set(m.username, password)
@@ -342,23 +343,33 @@ def _apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) 
         client.tls_insecure_set(m.tls.insecure)
 
 
+def reader(config: Config, what: str, topic: str, on_message: Callable[..., None],
+           on_subscribe: Callable[..., None] | None = None) -> mqtt.Client:
+    """A short-lived client of the config's broker subscribed to ``topic``, its loop started
+    (`edgetts status`, `edgetts fleet`); MqttSetupError when the broker cannot be reached."""
+    m = config.mqtt
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-{what}-{os.getpid()}")
+    apply_security(client, m, resolve_password(m))
+    client.on_connect = lambda c, u, flags, rc, props: c.subscribe(topic, qos=1)
+    client.on_message = on_message
+    if on_subscribe is not None:
+        client.on_subscribe = on_subscribe
+    try:
+        client.connect(m.host, m.port, keepalive=10)
+    except (OSError, ssl.SSLError) as exc:
+        raise MqttSetupError(f"cannot reach the broker at {m.host}:{m.port}: {exc}") from None
+    client.loop_start()
+    return client
+
+
 def read_status(config: Config, timeout: float = 5.0) -> dict[str, Any]:
     """The daemon's retained status, read from the broker as `edgetts status` shows it.
 
     Raises :class:`MqttSetupError` when the broker cannot be reached or no status
     arrives within ``timeout`` seconds.
     """
-    m = config.mqtt
     got: queue.Queue[bytes] = queue.Queue()
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-status-{os.getpid()}")
-    _apply_security(client, m, resolve_password(m))
-    client.on_connect = lambda c, u, flags, rc, props: c.subscribe(config.status_topic, qos=1)
-    client.on_message = lambda c, u, msg: got.put(bytes(msg.payload))
-    try:
-        client.connect(m.host, m.port, keepalive=10)
-    except (OSError, ssl.SSLError) as exc:
-        raise MqttSetupError(f"cannot reach the broker at {m.host}:{m.port}: {exc}") from None
-    client.loop_start()
+    client = reader(config, "status", config.status_topic, lambda c, u, msg: got.put(bytes(msg.payload)))
     try:
         payload = got.get(timeout=timeout)
     except queue.Empty:

@@ -8,15 +8,14 @@ import json
 
 import pytest
 
-from edgetts.daemon import messages
+from edgetts.daemon import messages, status
 from edgetts.daemon.messages import (
     AnnounceLimits,
     Announcement,
-    Degraded,
     Event,
     PayloadError,
-    Status,
 )
+from edgetts.daemon.status import Degraded, Status
 
 SAMPLES = {
     Announcement: [
@@ -44,12 +43,15 @@ SAMPLES = {
         Status(state="offline", version="0.1.0", voice="x"),
         Status(state="online", version="0.1.0", voice="x", degraded=(Degraded("speed", "voice x: RTF 1.2"),),
                rtf_1min=1.2, speed={"rtf_1min": 1.2, "runs_1min": 1, "variants_in_use": {"x": "fast"}}),
+        Status(state="online", version="0.2.0", voice="x", groups=("platform-2", "north"),
+               clock={"synchronized": True, "error_ms": 0.25, "max_error_ms": 3.5, "reason": None},
+               last={"id": "a", "event": "finished", "ts": 12.5}),
     ],
 }
 
 
 def test_every_message_class_round_trips() -> None:
-    classes = {obj for _, obj in inspect.getmembers(messages, inspect.isclass)
+    classes = {obj for module in (messages, status) for _, obj in inspect.getmembers(module, inspect.isclass)
                if dataclasses.is_dataclass(obj) and hasattr(obj, "to_payload")}
     assert classes == set(SAMPLES)
     for cls, samples in SAMPLES.items():
@@ -76,6 +78,12 @@ def test_wire_field_names() -> None:
     assert (degraded["voice"], degraded["variant"]) == ("default", "fast") and degraded["reason"].startswith("voice")
     slow = json.loads(SAMPLES[Status][2].to_payload())
     assert slow["rtf_1min"] == 1.2 and slow["speed"]["variants_in_use"] == {"x": "fast"}
+    fleet = json.loads(SAMPLES[Status][3].to_payload())  # issue 19: what `edgetts fleet` shows
+    assert fleet["groups"] == ["platform-2", "north"] and fleet["clock"]["synchronized"] is True
+    assert fleet["last"] == {"id": "a", "event": "finished", "ts": 12.5}
+    # a status as an older daemon wrote it still reads
+    old = Status.from_payload(b'{"state": "online", "version": "0.1.0", "voice": "x"}')
+    assert old.groups == () and old.clock is None and old.last is None
 
 
 def test_plain_text_and_ttl() -> None:

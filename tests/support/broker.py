@@ -144,3 +144,20 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     (d / "mosquitto.conf").write_text(_config(d, *ports))
     with _running(d, ports):
         yield Broker("127.0.0.1", *ports, user, password, d / "ca.crt", d / "client.crt", d / "client.key", d)
+
+
+@contextlib.contextmanager
+def plain_broker(d: Path, extra: str = "") -> Iterator[Broker]:
+    """A second (third...) mosquitto: one anonymous listener, persistence in ``d``, ``extra`` config
+    lines (a bridge); for tests of several sites (issue 19). Only ``host``, ``port`` and ``dir`` mean
+    anything in the Broker it yields."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "data").mkdir(exist_ok=True)
+    port = _free_ports(1)[0]
+    (d / "mosquitto.conf").write_text(
+        f"user root\npersistence true\npersistence_location {d}/data/\nautosave_interval 1\nlog_dest stderr\n"
+        f"log_type error\nlog_type warning\nlog_type notice\nset_tcp_nodelay true\n"
+        f"listener {port} 127.0.0.1\nallow_anonymous true\n{extra}"
+    )
+    with _running(d, [port]):
+        yield Broker("127.0.0.1", port, port, port, port, "", "", d / "none", d / "none", d / "none", d)
