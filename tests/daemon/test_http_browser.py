@@ -28,7 +28,7 @@ PASSWORD = "desk-1234"
 
 
 @pytest.fixture()
-def browser() -> Iterator[Any]:
+def browser(tmp_path: Path) -> Iterator[Any]:
     if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
         pytest.skip("needs Debian's chromium and chromium-driver (scripts/system-deps.sh --test)")
     from selenium.webdriver.chrome.options import Options
@@ -40,7 +40,12 @@ def browser() -> Iterator[Any]:
                 "--window-size=1280,1100", "--autoplay-policy=no-user-gesture-required", "--mute-audio",
                 "--no-first-run", "--disable-extensions", "--disable-background-networking"):
         options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    # The browser's own sound (the previews) goes to a null device: with the test's ALSA environment
+    # it would write into the daemon's capture (a file of its own, read as if the daemon played it).
+    (tmp_path / "browser-asound.conf").write_text("pcm.!default { type null }\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ALSA_")}
+    env["ALSA_CONFIG_PATH"] = str(tmp_path / "browser-asound.conf")
+    driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
     driver.set_page_load_timeout(30)
     try:
         yield driver
@@ -138,6 +143,27 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     assert abs(d.execute_script("return document.getElementById('preview-audio').duration") - seconds) < 0.01
     assert not rig.capture.pcm()[played:].any()  # the device stayed silent (an open stream writes zeros)
     assert desktop.stat().st_size > 20000
+    # a clip to a zone from the form: published on the group's topic, this device is in it and plays it
+    from selenium.webdriver.support.ui import Select
+
+    d.find_element("id", "kind-clip").click()
+    Select(d.find_element("id", "clip")).select_by_value("ding")
+    Select(d.find_element("id", "zone")).select_by_value("group:platforms")
+    before = rig.capture.pcm().size
+    assert len(rig.capture.files()) == 2  # the daemon's only (the first ALSA open is the device probe)
+    d.find_element("id", "announce-button").click()
+    _wait(d, lambda d: "test/group/platforms/announce" in d.find_element("id", "announce-result").text)
+    clip_id = d.find_element("id", "announce-result").get_attribute("data-id")
+    _wait(d, lambda d: _logged(d, clip_id, "finished"))
+    assert_played(rig.capture.pcm(), rig.clip("ding"), FADE, before)
+    # a rejected one says why, in the words of its `rejected` event
+    d.find_element("id", "kind-text").click()
+    Select(d.find_element("id", "zone")).select_by_value("device")
+    d.find_element("id", "text").clear()
+    d.find_element("id", "announce-button").click()
+    _wait(d, lambda d: d.find_element("id", "announce-result").text.startswith("rejected: "))
+    reason = d.find_element("id", "announce-result").text.removeprefix("rejected: ")
+    rig.probe.wait(lambda p: reason in {e.get("reason") for e in p.events if e["event"] == "rejected"})
     # phone width: one column, nothing wider than the screen
     d.set_window_size(390, 844)
     _wait(d, lambda d: d.execute_script("return window.innerWidth") <= 390)
