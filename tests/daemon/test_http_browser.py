@@ -81,7 +81,8 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     port = free_port()
     rig = daemon_rig(clips={"ding": tone(880, 0.4)}, audio_extra="realtime_pacing: true",
                      device_extra="groups: [platforms]",
-                     extra=http_extra(port, f"password_file: {tmp_path / 'pw'}"))
+                     extra="voices:\n  lobby:\n    model: nosuch\n"  # a voice that does not load: degraded
+                     + http_extra(port, f"password_file: {tmp_path / 'pw'}"))
     d = browser
     d.get(f"http://127.0.0.1:{port}/")
     # log in
@@ -104,6 +105,13 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
         "device", "all", "group:platforms"]
     assert d.find_element("id", "cache").text.startswith("off")
     assert "default (default)" in d.find_element("id", "voices").text
+    # every degraded reason, as the status says it (here: a voice that did not load)
+    degraded = {x["what"]: x["reason"] for x in rig.probe.statuses[-1]["degraded"]}
+    assert "voice" in degraded
+    shown = d.find_element("css selector", '#degraded li[data-what="voice"]').text
+    assert " ".join(shown.split()) == " ".join(f"voice: {degraded['voice']}".split())
+    assert "lobby not loaded" in d.find_element("id", "voices").text.replace(" (default)", "").replace("\n", " ")
+    assert "degraded" in d.find_element("id", "state").text
     # announce from the form; queued, started, finished appear live; it is in the capture
     text = "The next train to the airport leaves from platform two."
     ident = _announce(d, text)
@@ -115,7 +123,7 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     long_id = _announce(d, long_text)
     _wait(d, lambda d: _logged(d, long_id, "started"))
     _wait(d, lambda d: d.find_element("id", "now-playing").get_attribute("data-id") == long_id)
-    assert d.find_element("id", "now-playing").text == f"{long_id}: {long_text}"
+    assert d.find_element("id", "now-playing").text == f"{long_id}: {long_text[:120]}…"
     queued_id = _announce(d, "This one is cancelled.", "low")
     _wait(d, lambda d: d.find_elements("css selector", f'#queue li[data-id="{queued_id}"] button.cancel'))
     desktop = ARTEFACTS / "console-desktop.png"

@@ -101,7 +101,8 @@ function showStatus(s) {
 }
 
 function showPlaying(current) {
-  const what = current && said.has(current) ? `${current}: ${said.get(current)}` : current;
+  const text = said.get(current) || "";
+  const what = text ? `${current}: ${text.length > 120 ? text.slice(0, 120) + "…" : text}` : current;
   $("now-playing").textContent = what || "nothing";
   $("now-playing").dataset.id = current || "";
   $("stop-button").disabled = !current;
