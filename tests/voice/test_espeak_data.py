@@ -55,3 +55,14 @@ def test_data_loads_and_reads_has_been_without_piper(piper_voice) -> None:  # ty
     assert "/piper/" not in out["maps"]
     assert out["sentences"] == ["".join(p) for p in piper_voice.phonemize(LINE)]
     assert [s.count("hɐzbɪn") for s in out["sentences"]] == [1, 1]
+
+
+def test_data_headers_are_what_the_1_52_library_reads() -> None:
+    """What libespeak-ng 1.52's LoadPhData checks or sizes by (synthdata.c, phoneme.h, synthesize.h)."""
+    data = ROOT / "edgetts" / "data" / "espeak" / "espeak-ng-data"
+    version_phdata = 0x014801  # 1.52's and 724808c's synthdata.c: a mismatch refuses the data
+    assert int.from_bytes((data / "phondata").read_bytes()[:4], "little") == version_phdata
+    assert int.from_bytes((data / "phonindex").read_bytes()[:4], "little") == version_phdata
+    tables = (data / "phontab").read_bytes()[0]
+    assert tables == 140 and tables < 150  # N_PHONEME_TABS of both; 1.52.0's own data has 134
+    assert (data / "intonations").stat().st_size == 38 * 68  # 38 tunes of sizeof(TUNE), unchanged since 1.52
