@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from edgetts.audio.convert import float_to_int16
-from edgetts.text.prepare import Prepared
+from edgetts.text.prepare import Prepared, TextOptions
 
 
 @dataclass(frozen=True)
@@ -102,4 +102,23 @@ class Voice(Protocol):
         Raises :class:`edgetts.errors.UnspeakableTextError` before yielding
         anything when the text has nothing to speak.
         """
+        ...
+
+
+@runtime_checkable
+class PreparesText(Protocol):
+    """A voice that prepares text itself (a Piper voice: its language, its phoneme map, issue 16).
+
+    The daemon prepares an announcement's text with the voice that will speak it, so the
+    language's rules, the spans it cannot read (``Prepared.warnings``) and a script it cannot
+    speak (:class:`edgetts.errors.UnspeakableTextError`) are known at admission.
+    """
+
+    @property
+    def text_options(self) -> TextOptions:
+        """What this voice prepares text with (its ``language`` set)."""
+        ...
+
+    def prepare(self, text: str) -> Prepared:
+        """``text`` prepared as this voice reads it; raises SSMLError or UnspeakableTextError."""
         ...

@@ -14,7 +14,13 @@ real onnxruntime code path runs in milliseconds.  Kinds:
   a 2020s x86 CPU; ``--iterations`` sets it), for deadline tests (issue 6).
   The output is the ``ok`` voice's: the loop's result is multiplied by 0 and added.
 
-    python tools/make_test_voice.py OUT_DIR [--kind ok|wrong_inputs|nan|multi|slow] [--iterations N]
+Every kind reads US English unless ``--language`` names another espeak-ng voice
+(``de``, ``fr``, ``es``, ``cmn``): the ``.onnx.json`` then says that voice and
+language, as a German or Mandarin Piper voice's does (issue 16).  The phoneme map
+is the default voice's, which is piper-tts's own map of the IPA of every
+language it was trained on, so it covers these languages too.
+
+    python tools/make_test_voice.py OUT_DIR [--kind ok|wrong_inputs|nan|multi|slow] [--iterations N] [--language L]
 
 Needs the ``onnx`` package (test environment only).
 """
@@ -133,25 +139,32 @@ def _slow_nodes(scales: str, iterations: int) -> list:  # type: ignore[type-arg]
     ]
 
 
-def make_voice(out_dir: Path, kind: str = "ok", iterations: int = SLOW_ITERATIONS) -> Path:
-    """Write ``test-<kind>.onnx`` and its ``.onnx.json`` into ``out_dir``; returns the model path.
+def make_voice(out_dir: Path, kind: str = "ok", iterations: int = SLOW_ITERATIONS, *,
+               language: str | None = None, phoneme_id_map: dict[str, list[int]] | None = None) -> Path:
+    """Write ``test-<kind>.onnx`` (``test-<kind>-<language>.onnx``) and its ``.onnx.json`` into
+    ``out_dir``; returns the model path.
 
     ``iterations`` sets the ``slow`` kind's loop (time per run); other kinds ignore it.
+    ``language``: the espeak-ng voice it reads (default ``en-us``); ``phoneme_id_map``: instead of
+    the default voice's (a voice whose phonemes do not cover a language).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    model = out_dir / f"test-{kind}.onnx"
+    model = out_dir / (f"test-{kind}.onnx" if language is None else f"test-{kind}-{language}.onnx")
     model.write_bytes(build_model(kind, iterations))
+    espeak_voice = language or "en-us"
+    family = espeak_voice.split("-")[0]
     config = {
         "audio": {"sample_rate": 22050},
-        "espeak": {"voice": "en-us"},
+        "espeak": {"voice": espeak_voice},
+        "language": {"code": espeak_voice.replace("-", "_"), "family": family},
         "inference": {"noise_scale": 0.667, "length_scale": 1.0, "noise_w": 0.8},
         "phoneme_type": "espeak",
         "num_symbols": 256,
         "num_speakers": 2 if kind == "multi" else 1,
         "speaker_id_map": {"a": 0, "b": 1} if kind == "multi" else {},
-        "phoneme_id_map": _phoneme_id_map(),
+        "phoneme_id_map": phoneme_id_map or _phoneme_id_map(),
     }
     model.with_name(model.name + ".json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
     return model
@@ -163,8 +176,9 @@ def main() -> int:
     parser.add_argument("--kind", choices=KINDS, default="ok")
     parser.add_argument("--iterations", type=int, default=SLOW_ITERATIONS,
                         help=f"loop iterations of the slow kind (default {SLOW_ITERATIONS})")
+    parser.add_argument("--language", default=None, help="espeak-ng voice it reads (default en-us)")
     args = parser.parse_args()
-    print(make_voice(args.out_dir, args.kind, args.iterations))
+    print(make_voice(args.out_dir, args.kind, args.iterations, language=args.language))
     return 0
 
 

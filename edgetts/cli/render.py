@@ -40,7 +40,7 @@ from edgetts.daemon.assets import load_configured_voice
 from edgetts.daemon.clips import ClipError, check_clip_name, write_wav
 from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from edgetts.daemon.synth import store_play
-from edgetts.engine import Voice
+from edgetts.engine import PreparesText, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.text.prepare import TextOptions, prepare_text
 
@@ -219,7 +219,9 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
 def _render_item(it: Item, config: Config, text: TextOptions, voice: Voice, digest: str,
                  cache: PhraseCache | None, clips_dir: Path | None, force: bool, summary: Summary) -> None:
     settings = voice_synthesis_config(config.all_voices()[it.voice])
-    prepared = prepare_text(it.text, text)  # once, as the daemon's admission does (bad SSML: SSMLError)
+    # once, as the daemon's admission does: by the voice, in its language (bad SSML: SSMLError;
+    # a script it cannot speak: UnspeakableTextError)
+    prepared = voice.prepare(it.text) if isinstance(voice, PreparesText) else prepare_text(it.text, text)
     key = phrase_key(config, it.voice, digest, prepared, settings)
     hit = None if force or cache is None else cache.get(key)
     if hit is not None:

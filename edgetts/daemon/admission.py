@@ -28,7 +28,8 @@ from edgetts.daemon.messages import AnnounceLimits, Announcement, PayloadError
 from edgetts.daemon.mqtt import Inbound
 from edgetts.daemon.poison import IntakeJournal
 from edgetts.daemon.scheduler import Entry, Scheduler
-from edgetts.text.prepare import Prepared, prepare_text
+from edgetts.errors import UnspeakableTextError
+from edgetts.text.prepare import Prepared
 from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events,
         events.ack(entry.acks)
         told(admission.reason or "rejected")
         return None
-    events.publish(entry.id, "queued")
+    warnings = entry.prepared.warnings if entry.prepared is not None else ()
+    events.publish(entry.id, "queued", detail="; ".join(warnings) if warnings else None)
     told(None)
     if admission.displaced is not None:
         gone = admission.displaced  # never played: a later retry with its id is welcome
@@ -179,7 +181,7 @@ def parse(payload: bytes, received_at: float, assets: Assets, new_id: Callable[[
            else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id))
     if hops is not None:
         hops.parse = time.monotonic()
-    text = None if ann.text is None else prepared(ann.text, assets)
+    text = None if ann.text is None else prepared(ann.text, assets, ann.voice or assets.config.voice.name)
     if hops is not None:
         hops.prepare = time.monotonic()
     configured = assets.config.all_voices()
@@ -192,12 +194,16 @@ def parse(payload: bytes, received_at: float, assets: Assets, new_id: Callable[[
     return ann, text
 
 
-def prepared(text: str, assets: Assets) -> Prepared:
-    """``text`` prepared with the assets' text options (the SSML check); PayloadError for bad SSML."""
+def prepared(text: str, assets: Assets, voice: str | None = None) -> Prepared:
+    """``text`` prepared as ``voice`` (default: the default voice) reads it, with the assets' text
+    options in its language (the SSML and script checks); PayloadError for bad SSML and for text in
+    a script the voice cannot speak (issue 16)."""
     try:
-        return prepare_text(text, assets.text)
+        return assets.prepare(voice or assets.config.voice.name, text)
     except SSMLError as exc:  # rejected now, never read aloud as tags later
         raise PayloadError(f"bad SSML: {exc}") from None
+    except UnspeakableTextError as exc:  # read out, it would be letter names ("Chinese letter ...")
+        raise PayloadError(f"unspeakable text: {exc}") from None
 
 
 def message_id(msg: Inbound, scheduler: Scheduler, now: float) -> str:

@@ -25,10 +25,10 @@ from edgetts.daemon.clips import ClipLibrary
 from edgetts.daemon.fallback import CompiledRule, compile_rules
 from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from edgetts.daemon.variants import Variant, file_variants, find_variant
-from edgetts.engine import SynthesisConfig, Voice
+from edgetts.engine import PreparesText, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.runtime.memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
-from edgetts.text.prepare import Prepared, TextOptions
+from edgetts.text.prepare import Prepared, TextOptions, prepare_text
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -146,6 +146,17 @@ class Assets:
         """The device rate when audio/sample_rate is not set: the default voice's."""
         default = self.default_voice
         return default.sample_rate if default is not None else FALLBACK_RATE
+
+    def text_for(self, voice_name: str) -> TextOptions:
+        """What ``voice_name`` prepares text with: ``text`` in the voice's language (issue 16)."""
+        voice = self.voices.get(voice_name)
+        return voice.text_options if isinstance(voice, PreparesText) else self.text
+
+    def prepare(self, voice_name: str, text: str) -> Prepared:
+        """``text`` prepared as ``voice_name`` reads it (with ``text`` when that voice is not loaded);
+        raises SSMLError for bad SSML, UnspeakableTextError for a script the voice cannot speak."""
+        voice = self.voices.get(voice_name)
+        return voice.prepare(text) if isinstance(voice, PreparesText) else prepare_text(text, self.text)
 
     def speech_gain(self, voice_name: str) -> float:
         """The constant gain that brings ``voice_name`` to loudness/target_dbfs (1.0 without a target)."""

@@ -263,7 +263,7 @@ class Event:
     """On `fallback`: the clip played instead of speech."""
 
     detail: str | None = None
-    """On `fallback`: what went wrong, in words (`reason` is one of vocabulary.FALLBACK_REASONS)."""
+    """On `fallback`: what went wrong (`reason`: vocabulary.FALLBACK_REASONS); on `queued`: spans not read as asked."""
 
     cached: bool | None = None
     """On `started`: true when the speech came from the phrase cache."""

@@ -22,7 +22,8 @@ from edgetts.daemon.messages import Announcement
 from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry
 from edgetts.engine import SynthesisConfig, Voice
-from edgetts.text.prepare import Prepared, prepare_text
+from edgetts.errors import UnspeakableTextError
+from edgetts.text.prepare import Prepared
 from edgetts.text.ssml import SSMLError
 
 _LOGGER = logging.getLogger(__name__)
@@ -114,13 +115,12 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
 def prepared_text(entry: Entry, assets: Assets) -> Prepared | None:
     """``entry``'s text as admission prepared it, or prepared again when a reload changed the
     text options since (then the key and the voice follow the options in force)."""
-    held = entry.prepared
-    text = entry.announcement.text
-    if text is None or (held is not None and held.options == assets.text):
+    held, text, voice = entry.prepared, entry.announcement.text, entry.announcement.voice or assets.config.voice.name
+    if text is None or (held is not None and held.options == assets.text_for(voice)):
         return held
     try:
-        entry.prepared = prepare_text(text, assets.text)
-    except SSMLError:
+        entry.prepared = assets.prepare(voice, text)
+    except (SSMLError, UnspeakableTextError):
         # Valid at admission: the voice reads the source with its own options and says why it cannot.
         _LOGGER.warning("%s: its SSML does not prepare with the reloaded text options", entry.id)
     return entry.prepared

@@ -14,9 +14,11 @@ normalises the same text again.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 
 from edgetts.text import ssml as ssml_mod
+from edgetts.text.language import ENGLISH, is_english
 from edgetts.text.lexicon import Lexicon, LexiconPiece
 from edgetts.text.normalize import NormalizeOptions, sanitize
 from edgetts.text.normalize import normalize as normalize_text
@@ -31,6 +33,8 @@ class Speak:
     """Speed multiplier: 1.2 is 20 % faster."""
     volume: float = 1.0
     """Linear gain."""
+    lang: str | None = None
+    """The espeak-ng voice an SSML ``xml:lang`` / ``<lang>`` asks for this span; None: the voice's own."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class TextOptions:
     lexicon: Lexicon | None = None
     ssml: bool | None = None
     """True: parse as SSML; False: plain text; None: SSML when it starts with ``<speak``."""
+    language: str = ENGLISH
+    """The language the voice reads (edgetts.text.language.language_of its espeak-ng voice): the
+    English normaliser runs only for ``en``; other languages leave numbers and abbreviations to
+    espeak-ng.  A Piper voice sets it from its ``.onnx.json``."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,9 @@ class Prepared:
     """:func:`prepare`'s segments of ``source`` with ``options``; empty when nothing is speakable."""
     options: TextOptions
     """What ``segments`` were prepared with: a voice with other options prepares ``source`` itself."""
+    warnings: tuple[str, ...] = ()
+    """What the voice could not read as asked (an SSML ``xml:lang`` span its phonemes do not cover),
+    one line each; the daemon logs them and puts them in the `queued` event's ``detail``."""
 
     @property
     def ssml(self) -> bool:
@@ -105,7 +116,7 @@ class Prepared:
 def prepare_text(text: str, options: TextOptions) -> Prepared:
     """``text`` prepared with ``options``, once; raises :class:`edgetts.text.ssml.SSMLError` for bad SSML."""
     segments = prepare(text, options=options.normalize_options, lexicon=options.lexicon, ssml=options.ssml,
-                       normalize=options.normalize)
+                       normalize=options.normalize, language=options.language)
     return Prepared(text, tuple(segments), options)
 
 
@@ -113,6 +124,7 @@ _SENTENCE_END = (".", "?", "!")
 _MARK_STRENGTH = "?!.;:,"
 _LEADING_MARKS = re.compile(r"\s*([.,?!:;]+)")
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def prepare(
@@ -122,26 +134,29 @@ def prepare(
     lexicon: Lexicon | None = None,
     ssml: bool | None = None,
     normalize: bool = True,
+    language: str = ENGLISH,
 ) -> list[Segment]:
     """Segments to speak for ``text``; ``[]`` when nothing in it can be spoken.
 
     ``ssml=None`` detects SSML (text starting with ``<speak``). ``normalize=False``
-    keeps the words as written (lexicon and SSML still apply). Raises
-    :class:`edgetts.text.ssml.SSMLError` for bad SSML; plain text never raises.
+    keeps the words as written (lexicon and SSML still apply). ``language``: the
+    voice's (:attr:`TextOptions.language`); text in another language than English
+    is not normalised. Raises :class:`edgetts.text.ssml.SSMLError` for bad SSML;
+    plain text never raises.
     """
     if ssml is None:
         ssml = ssml_mod.looks_like_ssml(text)
     segments: list[Segment] = []
     if ssml:
-        for item in ssml_mod.parse(text, options):
-            _add_item(segments, item, options, lexicon, normalize)
+        for item in ssml_mod.parse(text, options, language):
+            _add_item(segments, item, options, lexicon, normalize, language)
         return _tidy(segments)
     # A blank line ends a paragraph, and with it a sentence, even without a full
     # stop (as espeak-ng and piper-tts read it); Break(0) carries that boundary.
     for index, paragraph in enumerate(_PARAGRAPH.split(text)):
         if index:
             segments.append(Break(0.0))
-        _add_item(segments, ssml_mod.Text(paragraph, ssml_mod.Prosody()), options, lexicon, normalize)
+        _add_item(segments, ssml_mod.Text(paragraph, ssml_mod.Prosody()), options, lexicon, normalize, language)
     return _tidy(segments)
 
 
@@ -151,6 +166,7 @@ def _add_item(
     options: NormalizeOptions | None,
     lexicon: Lexicon | None,
     normalize: bool,
+    language: str,
 ) -> None:
     if isinstance(item, ssml_mod.Pause):
         segments.append(Break(item.seconds))
@@ -159,9 +175,11 @@ def _add_item(
     elif isinstance(item, ssml_mod.SentenceEnd):
         _end_sentence(segments)
     elif item.spoken:
-        segments.append(Speak(item.text, item.prosody.rate, item.prosody.volume))
+        segments.append(Speak(item.text, item.prosody.rate, item.prosody.volume, item.prosody.lang))
     else:
-        rate, volume = item.prosody.rate, item.prosody.volume
+        rate, volume, lang = item.prosody.rate, item.prosody.volume, item.prosody.lang
+        # English rules for English text only; a span in another language has that language's rules.
+        english = is_english(lang if lang is not None else language)
         pieces = lexicon.apply(item.text) if lexicon else None
         for piece_text, is_ipa in _pieces(item.text, pieces):
             if is_ipa:
@@ -171,8 +189,9 @@ def _add_item(
                 lead = _LEADING_MARKS.match(piece_text)
                 if lead:
                     _attach_mark(segments, lead.group(1))
-                words = normalize_text(piece_text, options) if normalize else _plain(piece_text)
-                segments.append(Speak(words, rate, volume))
+                words = (normalize_text(piece_text, options) if normalize and english
+                         else _plain(piece_text, fold=english))
+                segments.append(Speak(words, rate, volume, lang))
 
 
 def _pieces(text: str, pieces: list[LexiconPiece] | None) -> list[tuple[str, bool]]:
@@ -181,9 +200,15 @@ def _pieces(text: str, pieces: list[LexiconPiece] | None) -> list[tuple[str, boo
     return [(p.text, p.is_ipa) for p in pieces]
 
 
-def _plain(text: str) -> str:
-    """Without normalisation: only what would break later stages goes (surrogates, controls)."""
-    return " ".join(sanitize(text).split())
+def _plain(text: str, fold: bool = True) -> str:
+    """Without normalisation: only what would break later stages goes (surrogates, controls).
+
+    ``fold=False`` (other languages than English) keeps full-width and other compatibility forms:
+    espeak-ng reads "。" and "？" otherwise than "." and "?" (issue 16), as piper-tts does.
+    """
+    if fold or text.isascii():
+        return " ".join(sanitize(text).split())
+    return " ".join(_CONTROL.sub(" ", "".join(" " if unicodedata.category(c) == "Cs" else c for c in text)).split())
 
 
 def _end_sentence(segments: list[Segment]) -> None:
@@ -220,7 +245,7 @@ def _tidy(segments: list[Segment]) -> list[Segment]:
         if (
             isinstance(seg, Speak)
             and isinstance(prev, Speak)
-            and (prev.rate, prev.volume) == (seg.rate, seg.volume)
+            and (prev.rate, prev.volume, prev.lang) == (seg.rate, seg.volume, seg.lang)
         ):
             out[-1] = replace(prev, text=f"{prev.text} {seg.text}")
         elif isinstance(seg, Break) and isinstance(prev, Break):

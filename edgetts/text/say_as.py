@@ -45,6 +45,23 @@ def say_as(text: str, interpret_as: str, fmt: str | None, options: NormalizeOpti
     return words
 
 
+def say_as_foreign(text: str, interpret_as: str) -> str:
+    """<say-as> in another language than English: espeak-ng reads the content in that language.
+
+    Letters and digits to be spelled are written one by one (espeak-ng names each in the voice's
+    language); every other kind is left to espeak-ng's own reading of numbers, dates and times.
+    """
+    if interpret_as not in _SAY_AS:
+        raise SayAsError(f"interpret-as={interpret_as!r} is not one of {', '.join(sorted(_SAY_AS))}")
+    if interpret_as in ("characters", "spell-out", "digits", "telephone"):
+        words = " ".join(ch for ch in text if ch.isalnum())
+    else:
+        words = " ".join(text.split())
+    if not words:
+        raise SayAsError(f"{text.strip()!r} cannot be read as {interpret_as}")
+    return words
+
+
 def _characters(text: str, fmt: str | None, options: NormalizeOptions) -> str:
     out = []
     for ch in text:

@@ -2,7 +2,8 @@
 
 Supported: <speak>, <break time|strength>, <say-as interpret-as [format]>,
 <sub alias>, <prosody rate volume> (nestable), <phoneme ph [alphabet="ipa"]>,
-<s>, <p>. Anything else, and any DOCTYPE or entity declaration, is rejected
+<s>, <p>, <lang xml:lang> (and xml:lang on <speak>, <s>, <p>: issue 16).
+Anything else, and any DOCTYPE or entity declaration, is rejected
 with an :class:`SSMLError` naming the tag and attribute: malformed SSML is
 never read aloud as tags.
 
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from edgetts.errors import EdgeTTSError
+from edgetts.text.language import ENGLISH, espeak_voice_for, is_english, language_of
 from edgetts.text.normalize import NormalizeOptions
-from edgetts.text.say_as import SayAsError, say_as
+from edgetts.text.say_as import SayAsError, say_as, say_as_foreign
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
@@ -48,8 +50,10 @@ _ATTRIBUTES: dict[str, frozenset[str]] = {
     "phoneme": frozenset({"ph", "alphabet"}),
     "s": frozenset({"xml:lang"}),
     "p": frozenset({"xml:lang"}),
+    "lang": frozenset({"xml:lang"}),
 }
-_REQUIRED = {"say-as": "interpret-as", "sub": "alias", "phoneme": "ph"}
+_REQUIRED = {"say-as": "interpret-as", "sub": "alias", "phoneme": "ph", "lang": "xml:lang"}
+_LANG_TAG = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 _STRENGTHS = {
     "none": 0.0,
     "x-weak": 0.1,
@@ -83,6 +87,8 @@ class Prosody:
     """Speed multiplier: 1.2 is 20 % faster."""
     volume: float = 1.0
     """Linear gain."""
+    lang: str | None = None
+    """The espeak-ng voice of an ``xml:lang`` in another language than the document's; None: its own."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,12 @@ def looks_like_ssml(text: str) -> bool:
     return head.startswith(("<speak", "<?xml", "<!doctype"))
 
 
-def parse(text: str, options: NormalizeOptions | None = None) -> list[Item]:
-    """Parse an SSML document into items; raise :class:`SSMLError` on anything unsupported."""
+def parse(text: str, options: NormalizeOptions | None = None, language: str = ENGLISH) -> list[Item]:
+    """Parse an SSML document into items; raise :class:`SSMLError` on anything unsupported.
+
+    ``language``: the voice's (edgetts.text.language); an ``xml:lang`` of another language
+    marks its text with that espeak-ng voice (``Prosody.lang``), one of the voice's own
+    language (any region) reads as the voice reads."""
     # Imported here: the XML parser costs ~1 MB of RSS, and most announcements are plain text.
     import xml.etree.ElementTree as ET
 
@@ -135,7 +145,7 @@ def parse(text: str, options: NormalizeOptions | None = None) -> list[Item]:
         raise SSMLError(f"SSML cannot be parsed: {err}") from None
     if _tag(root, "") != "speak":
         raise SSMLError(f"SSML root element must be <speak>, not <{_tag(root, '')}>")
-    walker = _Walker(options or NormalizeOptions())
+    walker = _Walker(options or NormalizeOptions(), language)
     walker.element(root, Prosody(), "speak", 0)
     return walker.items
 
@@ -168,8 +178,9 @@ def _attributes(element: ET.Element, tag: str, path: str) -> dict[str, str]:
 class _Walker:
     """Depth-first walk of the tree collecting items; one instance per document."""
 
-    def __init__(self, options: NormalizeOptions) -> None:
+    def __init__(self, options: NormalizeOptions, language: str = ENGLISH) -> None:
         self.options = options
+        self.language = language_of(language)
         self.items: list[Item] = []
 
     def text(self, text: str | None, prosody: Prosody) -> None:
@@ -194,7 +205,17 @@ class _Walker:
             return
         if tag == "prosody":
             prosody = _prosody(prosody, attrs, path)
+        if "xml:lang" in attrs:
+            prosody = self.lang(prosody, attrs["xml:lang"], tag, path)
         self.container(element, tag, prosody, path, depth)
+
+    def lang(self, prosody: Prosody, tag_value: str, tag: str, path: str) -> Prosody:
+        """``prosody`` in the language ``xml:lang`` names (None for the voice's own language)."""
+        if not _LANG_TAG.fullmatch(tag_value.strip()):
+            raise SSMLError(f"SSML <{tag}> at {path}: xml:lang={tag_value!r} is not a language tag "
+                            "like 'de' or 'en-GB'")
+        voice = espeak_voice_for(tag_value)
+        return replace(prosody, lang=None if language_of(voice) == self.language else voice)
 
     def container(
         self, element: ET.Element, tag: str, prosody: Prosody, path: str, depth: int
@@ -242,7 +263,10 @@ class _Walker:
     ) -> None:
         _leaf(element, "say-as", path)
         try:
-            words = say_as(element.text or "", attrs["interpret-as"], attrs.get("format"), self.options)
+            if is_english(prosody.lang or self.language):
+                words = say_as(element.text or "", attrs["interpret-as"], attrs.get("format"), self.options)
+            else:
+                words = say_as_foreign(element.text or "", attrs["interpret-as"])
         except SayAsError as err:
             raise SSMLError(f"SSML <say-as> at {path}: {err}") from None
         self.items.append(Text(words, prosody, spoken=True))

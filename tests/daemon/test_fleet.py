@@ -34,9 +34,13 @@ IN_PROCESS = 19
 GROUP = "platform-2"
 
 
+def _cli(config: Path, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "edgetts.cli", verb, "--config", str(config), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=90)
+
+
 def _fleet(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "edgetts.cli", "fleet", "--config", str(config), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return _cli(config, "fleet", *args)
 
 
 def test_twenty_daemons_one_broker(mosquitto: Broker, alsa_capture: Any, tmp_path: Path,
@@ -95,6 +99,21 @@ def test_twenty_daemons_one_broker(mosquitto: Broker, alsa_capture: Any, tmp_pat
         table = _fleet(config("site-00", True)).stdout.splitlines()
         assert table[0].split()[:3] == ["DEVICE", "STATE", "VERSION"] and len(table) == 21
         assert all(" online " in line for line in table[1:])
+
+        # `edgetts announce` to the group: each member's events, exit 0 when all finished
+        out = _cli(config("site-00", True), "announce", "Platform two, all members.", "--to", f"group/{GROUP}",
+                   "--json")
+        assert out.returncode == 0, out.stderr
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        ended = {ev["device"]: ev["event"] for ev in lines if ev["event"] in ("finished", "failed")}
+        assert ended == {d: "finished" for d in grouped}
+        assert len({ev["id"] for ev in lines}) == 1
+        # to all: the one without a voice fails it, so the command says so (exit 3)
+        out = _cli(config("site-00", True), "announce", "Everybody.", "--to", "all")
+        assert out.returncode == 3, out.stdout + out.stderr
+        assert f"{last}  failed: voice unavailable" in out.stdout
+        assert sum(line.endswith("  finished") for line in out.stdout.splitlines()) == IN_PROCESS
+        assert _cli(config("site-00", True), "announce", "x", "--to", "platoon").returncode == 1
 
         # killed: the broker publishes its Last Will, and the fleet says offline
         proc.signal(signal.SIGKILL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import test_normalize_addresses as addresses
 import test_normalize_dates_times as dates_times
 import test_normalize_numbers as numbers
 from hypothesis import given, settings
@@ -184,10 +185,10 @@ UNSPEAKABLE = [
 
 CASES = CORPUS + ABBREVIATIONS + SYMBOLS + PASS_THROUGH + UNSPEAKABLE
 
-DEFAULT_CASES = CASES + numbers.CASES + dates_times.CASES
+DEFAULT_CASES = CASES + numbers.CASES + dates_times.CASES + addresses.CASES
 """Every topic's table read with the default options."""
 
-OPTION_CASES = numbers.OPTION_CASES + dates_times.OPTION_CASES
+OPTION_CASES = numbers.OPTION_CASES + dates_times.OPTION_CASES + addresses.OPTION_CASES
 
 
 @pytest.mark.parametrize(("text", "expected"), CASES)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
-from edgetts.text.normalize import abbreviations, cleanup, codes, dates, money, numbers, times, units
+from edgetts.text.normalize import abbreviations, addresses, cleanup, codes, dates, money, numbers, times, units
 from edgetts.text.normalize.options import NormalizeOptions
 from edgetts.text.normalize.rules import Rule
 
@@ -75,6 +75,9 @@ def normalize(text: str, options: NormalizeOptions | None = None) -> str:
     """The words that will be spoken for ``text`` (see the module docstring). Never raises."""
     options = options or _DEFAULT_OPTIONS
     text = cleanup.sanitize(text)
+    if "@" in text or "#" in text or "." in text:  # addresses first: no later rule sees their dots
+        for rule in addresses.RULES:
+            text = rule.apply(text, options)
     for rule in abbreviations.RULES:
         text = rule.apply(text, options)
     if _HAS_DIGIT.search(text):

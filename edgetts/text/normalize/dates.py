@@ -25,9 +25,10 @@ MONTHS = (
 _MONTH_BY_PREFIX = {name[:3].lower(): i for i, name in enumerate(MONTHS, 1)}
 _MONTH_BY_PREFIX["sept"] = 9
 # Full names, and three-letter forms ("Sept" too) only with a capital: "mar" and "jun" are words.
+# Only a short form takes a dot: after "May" or "March" a dot ends the sentence (issue 16).
 _MONTH = (
-    r"(?P<mon>(?:January|February|March|April|May|June|July|August|September|October|"
-    r"November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?)"
+    r"(?P<mon>January|February|March|April|May|June|July|August|September|October|"
+    r"November|December|(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)(?![A-Za-z])\.?)"
 )
 _DAY = r"(?P<d>[12][0-9]|3[01]|0?[1-9])"
 _ORD = r"(?:st|nd|rd|th)?"

@@ -56,18 +56,20 @@ def clock_24h(hour: int, minute: int, leading_zero: bool, options: NormalizeOpti
     return f"{cardinal(hour)} o'clock"
 
 
+def _and_seconds(written: str | None) -> str:
+    """ " and thirty seconds" for ":30"; nothing for ":00" ("10:15:00" is ten fifteen)."""
+    seconds = int(written) if written else 0
+    return f" and {cardinal(seconds)} second{'s' if seconds != 1 else ''}" if seconds else ""
+
+
 def _ampm_time(m: re.Match[str], options: NormalizeOptions) -> str:
     minute = int(m["m"]) if m["m"] else 0
-    return clock_12h(int(m["h"]), minute, m["ap"].lower(), options) + sentence_dot(m)
+    return clock_12h(int(m["h"]), minute, m["ap"].lower(), options) + _and_seconds(m["s"]) + sentence_dot(m)
 
 
 def _clock(m: re.Match[str], options: NormalizeOptions) -> str:
     hour, minute = int(m["h"]), int(m["m"])
-    words = clock_24h(hour, minute, m["h"].startswith("0"), options)
-    if m["s"]:
-        seconds = int(m["s"])
-        words += f" and {cardinal(seconds)} second{'s' if seconds != 1 else ''}"
-    return words
+    return clock_24h(hour, minute, m["h"].startswith("0"), options) + _and_seconds(m["s"])
 
 
 def _hours_minutes(m: re.Match[str], options: NormalizeOptions) -> str:
@@ -84,7 +86,8 @@ _AMPM = r"(?P<ap>[AaPp])(?:\.\s?[Mm]\.?|\s?[Mm])(?![A-Za-z0-9])"
 RULES = (
     Rule(
         "time_ampm",
-        re.compile(r"(?<![0-9:.,])(?P<h>1[0-2]|0?[1-9])(?:[:.](?P<m>[0-5][0-9]))?\s?" + _AMPM),
+        re.compile(r"(?<![0-9:.,])(?P<h>1[0-2]|0?[1-9])(?:[:.](?P<m>[0-5][0-9])(?::(?P<s>[0-5][0-9]))?)?\s?"
+                   + _AMPM),
         _ampm_time,
     ),
     Rule(

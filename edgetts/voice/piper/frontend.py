@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgetts.text.prepare import Break, Phonemes, Prepared, Segment, TextOptions, prepare
+from edgetts.voice.piper.languages import LanguageCheck, voice_language
 from edgetts.voice.piper.model_config import BOS, EOS, PAD, PiperVoiceConfig
 from edgetts.voice.piper.phonemize import phonemize
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS, MIN_SENTENCE_IDS, PIECE_END, ends_phrase, split_sentence
@@ -81,28 +82,33 @@ class PiperFrontend:
         if max_ids < MIN_SENTENCE_IDS:
             raise ValueError(f"max_ids must be at least {MIN_SENTENCE_IDS}, not {max_ids}")
         self.config = config
-        self.text = text or TextOptions()
+        # The voice's language decides the rules (issue 16): English ones for English voices only.
+        self.text = replace(text or TextOptions(), language=voice_language(config))
         self.max_ids = max_ids
+        self.languages = LanguageCheck(config, phonemize, lambda p: _merge_clusters(p, config.vowel_clusters))
 
-    def _espeak(self, text: str) -> list[list[str]]:
+    def _espeak(self, text: str, lang: str | None = None) -> list[list[str]]:
         if self.config.phoneme_type == "text":
             return [list(unicodedata.normalize("NFD", text))] if text.strip() else []
-        return phonemize(text, self.config.espeak_voice)
+        return phonemize(text, lang or self.config.espeak_voice)
+
+    def prepare(self, text: str) -> Prepared:
+        """``text`` prepared as this voice reads it: its language's rules, each ``xml:lang`` span's
+        espeak-ng voice settled (:mod:`.languages`), ``warnings`` for spans it could not read as
+        asked.  Raises SSMLError for bad SSML and UnspeakableTextError for a script it cannot speak."""
+        opts = self.text
+        segments = prepare(text, options=opts.normalize_options, lexicon=opts.lexicon, ssml=opts.ssml,
+                           normalize=opts.normalize, language=opts.language)
+        return self.languages.resolve(Prepared(text, tuple(segments), opts))
 
     def segments(self, text: str | Prepared) -> Sequence[Segment]:
         """The prepared segments of ``text``: a Prepared's own when it was prepared with this
         voice's options (then nothing is parsed or normalised again), else ``text`` prepared here."""
         if isinstance(text, Prepared):
-            if text.options == self.text:
-                return text.segments
+            if text.options == self.text:  # its spans and scripts checked (again) for this voice
+                return self.languages.resolve(text).segments
             text = text.source  # prepared otherwise: read as this voice reads it, never a wrong reading
-        return prepare(
-            text,
-            options=self.text.normalize_options,
-            lexicon=self.text.lexicon,
-            ssml=self.text.ssml,
-            normalize=self.text.normalize,
-        )
+        return self.prepare(text).segments
 
     def plan(self, text: str | Prepared) -> list[Sentence | Pause]:
         """Sentences (with prosody) and pauses, in speaking order.
@@ -135,7 +141,7 @@ class PiperFrontend:
                     current.append(" ")
                 current.extend(unicodedata.normalize("NFD", segment.ipa.strip()))
                 continue
-            sentences = self._espeak(segment.text)
+            sentences = self._espeak(segment.text, segment.lang)
             for index, phonemes in enumerate(sentences):
                 if current and current[-1] != " " and phonemes:
                     current.append(" ")

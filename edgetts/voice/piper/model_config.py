@@ -37,6 +37,9 @@ class PiperVoiceConfig:
     vowel_clusters: frozenset[tuple[str, ...]] = frozenset()
     """Phoneme sequences merged into one symbol before id lookup (e.g. ``a ɪ`` -> ``aɪ``)."""
     default_speaker_id: int = 0
+    language: str = ""
+    """The ``.onnx.json``'s ``language.family`` (or ``code``), e.g. ``de``; what a voice without an
+    espeak-ng voice (``phoneme_type: text``) reads.  "" when it does not say."""
 
     @staticmethod
     def from_dict(data: Mapping[str, Any], source: str = "voice config") -> PiperVoiceConfig:
@@ -77,6 +80,7 @@ class PiperVoiceConfig:
                 if isinstance(clusters, Mapping)
                 else frozenset(tuple(c) for c in clusters),
                 default_speaker_id=int(data.get("default_speaker_id", 0)),
+                language=_language(data.get("language")),
             )
         except (TypeError, ValueError) as err:
             raise VoiceError(f"{source}: {err}") from err
@@ -107,3 +111,10 @@ class PiperVoiceConfig:
         if not isinstance(data, Mapping):
             raise VoiceError(f"voice config {path} must hold a JSON object")
         return PiperVoiceConfig.from_dict(data, source=str(path))
+
+
+def _language(node: Any) -> str:
+    """``language.family`` or ``language.code`` of a ``.onnx.json`` (piper's voices give both)."""
+    if isinstance(node, Mapping):
+        return str(node.get("family") or node.get("code") or "")
+    return str(node) if isinstance(node, str) else ""

@@ -2,10 +2,14 @@
 
 The library is libespeak-ng 1.52 shipped in the ``espeakng-loader`` wheel
 (x86_64 and aarch64), driven through ctypes, so no system espeak-ng or
-compiler is needed on a board.
+compiler is needed on a board.  Its data is not the wheel's (1.52.0's): it is
+the data of espeak-ng 724808c, the commit piper-tts 1.8.0 builds, compiled by
+that commit's own code and shipped in ``edgetts/data/espeak`` (see
+:func:`espeak_data_path`); 1.52.0's English dictionary reads "has been" as
+``hˈæzbiːn`` where piper-tts reads ``hɐzbɪn``.
 
-Two details make the output match piper-tts 1.8.0 (which links its own
-espeak-ng build) phoneme for phoneme:
+Two details of the library make the output match piper-tts 1.8.0 (which links
+its own espeak-ng build) phoneme for phoneme:
 
 * Clause terminators.  piper asks espeak-ng for the punctuation that ended each
   clause (a function only its fork exports) and appends it to the phonemes; a
@@ -44,11 +48,19 @@ _SEPARATOR = "\x7f"  # DEL: never part of espeak-ng's IPA or mnemonic output
 _SEPARATED = ord(_SEPARATOR) << 8
 _LINK_MNEMONIC = ";"
 _LINK_IPA = "ʲ"
+_VOWELS = frozenset("aeiouyæɑɐɒɔəɘɚɛɜɞɤɨɪʉʊʌʏøœɶɯɵ")
 
 _SENTENCE_END = frozenset(".?!")
-_MARKS = ".?!,:;\u2026"
+# Marks of other scripts (issue 16), as espeak-ng classes them and piper-tts writes them.  Those
+# espeak-ng lets end a clause with no space after (CJK, danda) carry a flag that piper-tts's
+# terminator test does not expect: the clause ends, a sentence too for a full stop, ? or !, but no
+# punctuation is written.  The others are written as their ASCII counterpart.
+_NO_SPACE_SENTENCE_END = frozenset("\u3002\uff0e\uff01\uff1f\u0964\u0589")  # 。．！？ danda, Armenian
+_NO_SPACE_CLAUSE = frozenset("\u3001\uff0c\uff1a\uff1b")  # 、，：；
+_AS_ASCII = {"\u061f": "?", "\u060c": ",", "\u061b": ";", "\u06d4": ".", "\u037e": "?", "\u0387": ";"}
+_MARKS = ".?!,:;\u2026" + "".join(_NO_SPACE_SENTENCE_END | _NO_SPACE_CLAUSE) + "".join(_AS_ASCII)
 # Closing quotes and brackets may follow a clause's punctuation: `he said "go."`
-_CLOSERS = "\"')]}»”’›"
+_CLOSERS = "\"')]}»”’›」』）》〉】〕"  # CJK brackets too: 「列车晚点。」然后
 _LANG_SWITCH = re.compile(r"\([^)]+\)")
 
 
@@ -64,6 +76,19 @@ class Clause:
 
     ends_sentence: bool
     """True when a sentence ends after this clause."""
+
+
+def espeak_data_path() -> Path:
+    """The folder holding the shipped ``espeak-ng-data`` (what ``espeak_Initialize`` is given).
+
+    It is espeak-ng 724808c's data, built by ``tools/build_espeak_data.py``
+    (provenance in its ``PROVENANCE``): the data piper-tts 1.8.0 ships, read by
+    espeakng-loader's 1.52 library (issue 16).
+    """
+    path = Path(__file__).resolve().parents[2] / "data" / "espeak"
+    if not (path / "espeak-ng-data" / "phontab").is_file():
+        raise PhonemizerError(f"the espeak-ng data is missing from {path} (rebuild: tools/build_espeak_data.py)")
+    return path
 
 
 class _Espeak:
@@ -103,8 +128,7 @@ class _Espeak:
                 raise PhonemizerError(
                     "the espeakng-loader package is missing: pip install espeakng-loader"
                 ) from err
-            data = Path(espeakng_loader.get_data_path())
-            cls._instance = cls(espeakng_loader.get_library_path(), str(data.parent))
+            cls._instance = cls(espeakng_loader.get_library_path(), str(espeak_data_path()))
         return cls._instance
 
     def set_voice(self, voice: str) -> None:
@@ -144,14 +168,34 @@ def clause_terminator(consumed: str, is_last: bool) -> tuple[str, bool]:
     if "..." in marks or "\u2026" in marks:
         return "", is_last
     if marks:
-        return marks[0], is_last or marks[0] in _SENTENCE_END
+        if marks[0] in _NO_SPACE_SENTENCE_END or marks[0] in _NO_SPACE_CLAUSE:
+            return "", is_last or marks[0] in _NO_SPACE_SENTENCE_END
+        mark = _AS_ASCII.get(marks[0], marks[0])
+        return mark, is_last or mark in _SENTENCE_END
     # A blank line is a paragraph end: a sentence end with no punctuation.
     paragraph = "\n\n" in consumed[len(tail) :].replace("\r", "")
     return "", is_last or paragraph
 
 
-def _with_link_glides(ipa: str, mnemonic: str) -> str:
-    """Join separated IPA phonemes, writing ``ʲ`` where the mnemonics have ``;``."""
+def _phone(ipa_phones: list[str], mnemonic_phones: list[str], i: int, german: bool) -> str:
+    """The IPA of phone ``i`` of a word as piper-tts's espeak-ng writes it.
+
+    Its IPA writer evaluates the phoneme tables with every ``prevPh`` condition false
+    (espeak-ng issue 2367, a regression after 1.52).  Two effects show: the linking ``;``
+    after ``i`` is written ``ʲ``, and German ``r`` before a vowel is ``r`` where 1.52 writes
+    the tap ``ɾ`` (after t, d, b, g, k, p: "drei", "Express"; issue 16).
+    """
+    phone, mnem = ipa_phones[i], mnemonic_phones[i]
+    if not phone and mnem == _LINK_MNEMONIC:
+        return _LINK_IPA
+    after_schwa = i > 0 and mnemonic_phones[i - 1] == "@-"
+    if german and phone == "ɾ" and mnem == "r" and i + 1 < len(ipa_phones) and not after_schwa:
+        return "r" if ipa_phones[i + 1].lstrip("ˈˌ")[:1] in _VOWELS else phone
+    return phone
+
+
+def _with_link_glides(ipa: str, mnemonic: str, voice: str = "") -> str:
+    """Join separated IPA phonemes as piper-tts's espeak-ng writes them (:func:`_phone`)."""
     ipa_words = ipa.split(" ")
     mnemonic_words = mnemonic.split(" ")
     if len(ipa_words) != len(mnemonic_words):
@@ -165,12 +209,8 @@ def _with_link_glides(ipa: str, mnemonic: str) -> str:
             _LOGGER.debug("glide alignment failed (phones): %r / %r", ipa_word, mnemonic_word)
             words.append("".join(ipa_phones))
             continue
-        words.append(
-            "".join(
-                _LINK_IPA if (not phone and mnem == _LINK_MNEMONIC) else phone
-                for phone, mnem in zip(ipa_phones, mnemonic_phones)
-            )
-        )
+        german = voice.split("-")[0].lower() == "de"
+        words.append("".join(_phone(ipa_phones, mnemonic_phones, i, german) for i in range(len(ipa_phones))))
     return " ".join(words)
 
 
@@ -190,7 +230,7 @@ def phonemize_clauses(text: str, voice: str) -> list[Clause]:
         terminator, ends = clause_terminator(consumed, is_last=index == len(ipa) - 1)
         clauses.append(
             Clause(
-                phonemes=_with_link_glides(ipa_phonemes, mnemonic_phonemes),
+                phonemes=_with_link_glides(ipa_phonemes, mnemonic_phonemes, voice),
                 terminator=terminator,
                 ends_sentence=ends,
             )

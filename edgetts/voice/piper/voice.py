@@ -136,6 +136,14 @@ class PiperVoice:
     def name(self) -> str:
         return self._name
 
+    def prepare(self, text: str) -> Prepared:
+        """``text`` prepared as this voice reads it (edgetts.engine.PreparesText)."""
+        return self.frontend.prepare(text)
+
+    @property
+    def text_options(self) -> TextOptions:
+        return self.frontend.text
+
     @property
     def sample_rate(self) -> int:
         return self.config.sample_rate
