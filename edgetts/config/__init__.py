@@ -8,6 +8,7 @@ the whole file), ``loader`` (YAML in and out), ``errors``.
 from edgetts.config.bus import DeviceSettings, MqttSettings, TlsSettings
 from edgetts.config.document import Config
 from edgetts.config.errors import ConfigError, problem_line
+from edgetts.config.http import HttpSettings
 from edgetts.config.loader import DEFAULT_CONFIG_PATH, dump_config, key_line, load_config, parse_config
 from edgetts.config.sections import (
     AudioSettings,
@@ -32,6 +33,7 @@ __all__ = [
     "DeviceSettings",
     "FallbackRule",
     "FallbackSettings",
+    "HttpSettings",
     "LoggingSettings",
     "LoudnessSettings",
     "MqttSettings",

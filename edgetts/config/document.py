@@ -12,6 +12,7 @@ from typing import Any
 
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
+from edgetts.config.http import HttpSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
@@ -54,6 +55,8 @@ class Config:
     keepalive: KeepaliveSettings = field(default_factory=KeepaliveSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    """The operator's console and JSON API (issue 18; off by default; a change needs a restart)."""
 
     def validate(self) -> None:
         try:

@@ -151,15 +151,18 @@ class ServiceContext:
     feed: EventFeed
     publish: Callable[[str, bytes, bool], None]
     """MQTT publish (topic, payload, retain), QoS 1: paho queues it while the broker is away."""
+    queue: Callable[[], tuple[dict[str, Any], ...]] = tuple
+    """What is queued, in play order (edgetts.daemon.scheduler.Scheduler.snapshot): read-only, any thread."""
 
     @classmethod
     def of_daemon(cls, topic: str, assets: Callable[[], Assets], inbox: Callable[[Any], None],
-                  side: SideSynthesis, feed: EventFeed, link: Any) -> ServiceContext:
+                  side: SideSynthesis, feed: EventFeed, link: Any,
+                  queue: Callable[[], tuple[dict[str, Any], ...]] = tuple) -> ServiceContext:
         """The daemon's context: announcements go into its inbox as if received on ``topic``."""
         return cls(
             assets=assets, announce=lambda payload, reply: inbox(service_inbound(topic, payload, reply)),
             control=inbox, side=side, feed=feed,
-            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain),
+            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain), queue=queue,
         )
 
 
@@ -187,6 +190,10 @@ def service_inbound(topic: str, payload: bytes, reply: Reply | None) -> Inbound:
 def build_services(config: Config) -> list[Service]:
     """The services ``config`` turns on (each module imported only when configured)."""
     services: list[Service] = []
+    if config.http.enabled:
+        from edgetts.daemon.http import HttpService
+
+        services.append(HttpService(config.http))
     return services
 
 
