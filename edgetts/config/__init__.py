@@ -9,6 +9,7 @@ from edgetts.config.bus import DeviceSettings, MqttSettings, TlsSettings
 from edgetts.config.document import Config
 from edgetts.config.errors import ConfigError, problem_line
 from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
+from edgetts.config.http import HttpSettings
 from edgetts.config.loader import DEFAULT_CONFIG_PATH, dump_config, key_line, load_config, parse_config
 from edgetts.config.sections import (
     AudioSettings,
@@ -34,6 +35,7 @@ __all__ = [
     "FallbackRule",
     "FallbackSettings",
     "HomeAssistantSettings",
+    "HttpSettings",
     "LoggingSettings",
     "LoudnessSettings",
     "MqttSettings",

@@ -13,6 +13,7 @@ from typing import Any
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
 from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
+from edgetts.config.http import HttpSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
@@ -59,6 +60,8 @@ class Config:
     """The Wyoming TTS server (Home Assistant; read at start-up only)."""
     homeassistant: HomeAssistantSettings = field(default_factory=HomeAssistantSettings)
     """MQTT discovery for Home Assistant (read at start-up only)."""
+    http: HttpSettings = field(default_factory=HttpSettings)
+    """The operator's console and JSON API (issue 18; off by default; a change needs a restart)."""
 
     def validate(self) -> None:
         try:

@@ -205,7 +205,7 @@ class Daemon:
         self._start_threads(player_settings(self.config, self._assets.default_rate))
         self._services.start(ServiceContext.of_daemon(
             f"{self.config.base_topic}/announce", lambda: self._assets, self._inbox.put, self._side, self._feed,
-            self._link))
+            self._link, self.scheduler.snapshot))
         default = self._assets.default_voice
         if default is not None:
             self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")

@@ -173,6 +173,11 @@ class Scheduler:
         self._queue = [e for e in self._queue if e not in out]
         return out
 
+    def snapshot(self) -> tuple[dict[str, Any], ...]:
+        """What is queued, in play order, as plain data; safe from any thread (one list copy, which the
+        GIL makes atomic, of entries whose announcements are frozen): the console's queue (issue 18)."""
+        return tuple(queued_item(e) for e in list(self._queue))
+
     def drain(self) -> list[Entry]:
         """Remove and return every queued entry."""
         out, self._queue = self._queue, []
@@ -180,3 +185,17 @@ class Scheduler:
 
     def _forget(self, now: float) -> None:
         self._done.forget_old(now)
+
+
+def queued_item(entry: Entry) -> dict[str, Any]:
+    """One queued entry as the console shows it."""
+    a = entry.announcement
+    item: dict[str, Any] = {"id": a.id, "priority": a.priority, "received_at": round(entry.received_at, 3),
+                            "expires_at": entry.expires_at}
+    for key in ("text", "clip", "voice", "chime"):
+        if getattr(a, key) is not None:
+            item[key] = getattr(a, key)
+    if a.repeat != 1:
+        item["repeat"] = a.repeat
+    return item
+

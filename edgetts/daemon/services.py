@@ -156,15 +156,18 @@ class ServiceContext:
     announce_audio: Callable[[bytes, GivenAudio, Reply | None], None] | None = None
     """As ``announce``, with the audio given (edgetts.daemon.given: Wyoming announce, issue 17); the
     payload's text is then only the announcement's label.  None where no loop plays it."""
+    queue: Callable[[], tuple[dict[str, Any], ...]] = tuple
+    """What is queued, in play order (edgetts.daemon.scheduler.Scheduler.snapshot): read-only, any thread."""
 
     @classmethod
     def of_daemon(cls, topic: str, assets: Callable[[], Assets], inbox: Callable[[Any], None],
-                  side: SideSynthesis, feed: EventFeed, link: Any) -> ServiceContext:
+                  side: SideSynthesis, feed: EventFeed, link: Any,
+                  queue: Callable[[], tuple[dict[str, Any], ...]] = tuple) -> ServiceContext:
         """The daemon's context: announcements go into its inbox as if received on ``topic``."""
         return cls(
             assets=assets, announce=lambda payload, reply: inbox(service_inbound(topic, payload, reply)),
             control=inbox, side=side, feed=feed,
-            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain),
+            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain), queue=queue,
             announce_audio=lambda payload, audio, reply: inbox(
                 dataclasses.replace(service_inbound(topic, payload, reply), audio=audio)),
         )
@@ -202,6 +205,10 @@ def build_services(config: Config) -> list[Service]:
         from edgetts.daemon.homeassistant.service import HomeAssistantService
 
         services.append(HomeAssistantService(config))
+    if config.http.enabled:
+        from edgetts.daemon.http import HttpService
+
+        services.append(HttpService(config.http))
     return services
 
 

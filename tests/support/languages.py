@@ -21,19 +21,12 @@ def language_lines(language: str) -> list[str]:
 
 def espeak_data_dir() -> Path:
     """The espeak-ng data edgetts loads (edgetts.voice.piper.phonemize): piper-tts is given the same,
-    so both read with one dictionary and only the front ends are compared (like for like).
-
-    espeakng-loader's today; the data shipped in the package once issue 16 part 1's
-    ``phonemize.espeak_data_path()`` is there (the folder holding ``espeak-ng-data``).
+    so both read with one dictionary and only the front ends are compared (like for like): the data
+    shipped in the package (``phonemize.espeak_data_path()``, issue 16 part 1).
     """
-    from edgetts.voice.piper import phonemize
+    from edgetts.voice.piper.phonemize import espeak_data_path
 
-    shipped = getattr(phonemize, "espeak_data_path", None)
-    if shipped is not None:
-        return Path(shipped()) / "espeak-ng-data"
-    import espeakng_loader
-
-    return Path(espeakng_loader.get_data_path())
+    return espeak_data_path() / "espeak-ng-data"
 
 
 _ORACLE = r"""

@@ -2,10 +2,14 @@
 
 The library is libespeak-ng 1.52 shipped in the ``espeakng-loader`` wheel
 (x86_64 and aarch64), driven through ctypes, so no system espeak-ng or
-compiler is needed on a board.
+compiler is needed on a board.  Its data is not the wheel's (1.52.0's): it is
+the data of espeak-ng 724808c, the commit piper-tts 1.8.0 builds, compiled by
+that commit's own code and shipped in ``edgetts/data/espeak`` (see
+:func:`espeak_data_path`); 1.52.0's English dictionary reads "has been" as
+``hˈæzbiːn`` where piper-tts reads ``hɐzbɪn``.
 
-Two details make the output match piper-tts 1.8.0 (which links its own
-espeak-ng build) phoneme for phoneme:
+Two details of the library make the output match piper-tts 1.8.0 (which links
+its own espeak-ng build) phoneme for phoneme:
 
 * Clause terminators.  piper asks espeak-ng for the punctuation that ended each
   clause (a function only its fork exports) and appends it to the phonemes; a
@@ -74,6 +78,19 @@ class Clause:
     """True when a sentence ends after this clause."""
 
 
+def espeak_data_path() -> Path:
+    """The folder holding the shipped ``espeak-ng-data`` (what ``espeak_Initialize`` is given).
+
+    It is espeak-ng 724808c's data, built by ``tools/build_espeak_data.py``
+    (provenance in its ``PROVENANCE``): the data piper-tts 1.8.0 ships, read by
+    espeakng-loader's 1.52 library (issue 16).
+    """
+    path = Path(__file__).resolve().parents[2] / "data" / "espeak"
+    if not (path / "espeak-ng-data" / "phontab").is_file():
+        raise PhonemizerError(f"the espeak-ng data is missing from {path} (rebuild: tools/build_espeak_data.py)")
+    return path
+
+
 class _Espeak:
     """The loaded libespeak-ng: one per process, used under ``lock``."""
 
@@ -111,8 +128,7 @@ class _Espeak:
                 raise PhonemizerError(
                     "the espeakng-loader package is missing: pip install espeakng-loader"
                 ) from err
-            data = Path(espeakng_loader.get_data_path())
-            cls._instance = cls(espeakng_loader.get_library_path(), str(data.parent))
+            cls._instance = cls(espeakng_loader.get_library_path(), str(espeak_data_path()))
         return cls._instance
 
     def set_voice(self, voice: str) -> None:
