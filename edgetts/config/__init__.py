@@ -8,8 +8,8 @@ the whole file), ``loader`` (YAML in and out), ``errors``.
 from edgetts.config.bus import DeviceSettings, MqttSettings, TlsSettings
 from edgetts.config.document import Config
 from edgetts.config.errors import ConfigError, problem_line
-from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.http import HttpSettings
+from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.loader import DEFAULT_CONFIG_PATH, dump_config, key_line, load_config, parse_config
 from edgetts.config.sections import (
     AudioSettings,

@@ -12,8 +12,8 @@ from typing import Any
 
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
-from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.http import HttpSettings
+from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
