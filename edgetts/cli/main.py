@@ -231,9 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
-    from edgetts.cli import announce, daemon, quantize, render, text
+    from edgetts.cli import announce, daemon, quantize, render, text, wyoming
 
-    return [text.register, daemon.register, announce.register, render.register, quantize.register]
+    return [text.register, daemon.register, announce.register, render.register, quantize.register,
+            wyoming.register]
 
 
 def _configure_logging(verbosity: int) -> None:

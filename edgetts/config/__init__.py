@@ -9,6 +9,7 @@ from edgetts.config.bus import DeviceSettings, MqttSettings, TlsSettings
 from edgetts.config.document import Config
 from edgetts.config.errors import ConfigError, problem_line
 from edgetts.config.http import HttpSettings
+from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.loader import DEFAULT_CONFIG_PATH, dump_config, key_line, load_config, parse_config
 from edgetts.config.sections import (
     AudioSettings,
@@ -33,6 +34,7 @@ __all__ = [
     "DeviceSettings",
     "FallbackRule",
     "FallbackSettings",
+    "HomeAssistantSettings",
     "HttpSettings",
     "LoggingSettings",
     "LoudnessSettings",
@@ -41,6 +43,7 @@ __all__ = [
     "TlsSettings",
     "VoiceModelSettings",
     "VoiceSettings",
+    "WyomingSettings",
     "dump_config",
     "key_line",
     "load_config",

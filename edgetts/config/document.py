@@ -13,6 +13,7 @@ from typing import Any
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
 from edgetts.config.http import HttpSettings
+from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
@@ -55,6 +56,10 @@ class Config:
     keepalive: KeepaliveSettings = field(default_factory=KeepaliveSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
+    wyoming: WyomingSettings = field(default_factory=WyomingSettings)
+    """The Wyoming TTS server (Home Assistant; read at start-up only)."""
+    homeassistant: HomeAssistantSettings = field(default_factory=HomeAssistantSettings)
+    """MQTT discovery for Home Assistant (read at start-up only)."""
     http: HttpSettings = field(default_factory=HttpSettings)
     """The operator's console and JSON API (issue 18; off by default; a change needs a restart)."""
 

@@ -132,7 +132,7 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
     entry = Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                  received_mono=msg.received_mono, prepared=text, hops=hops)
+                  received_mono=msg.received_mono, prepared=text, hops=hops, audio=msg.audio)
     return _offer(entry, now, scheduler, events, lambda reason: tell(msg, Verdict(ann.id, reason is None, reason)))
 
 

@@ -30,6 +30,7 @@ from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
 from edgetts.daemon.control import Verdict
+from edgetts.daemon.given import GivenAudio
 from edgetts.daemon.messages import Event
 from edgetts.daemon.status import Status
 from edgetts.daemon.takeover import TakeoverWatch
@@ -91,6 +92,8 @@ class Inbound:
     """Delivered from the broker's retained store (on subscribing), not as it was published."""
     reply: Callable[[Verdict], None] | None = None
     """Not from the broker but from a service (HTTP, Wyoming): told admission's verdict (issues 17, 18)."""
+    audio: GivenAudio | None = None
+    """The announcement's audio, given by a service (Wyoming announce, issue 17); None = from its payload."""
 
 
 class MqttLink:

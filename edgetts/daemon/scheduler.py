@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgetts.daemon.dedup import DedupMemory
+from edgetts.daemon.given import GivenAudio
 from edgetts.daemon.hops import HopStamps
 from edgetts.daemon.messages import Announcement
 from edgetts.text.prepare import Prepared
@@ -51,6 +52,9 @@ class Entry:
 
     hops: HopStamps | None = None
     """When it passed each step to its first PCM (the `started` event's timing_ms)."""
+
+    audio: GivenAudio | None = None
+    """Its audio when a service gave it (edgetts.daemon.given): played as recorded, its text is a label."""
 
     @property
     def id(self) -> str:

@@ -15,6 +15,7 @@ and puts a start that fails into `degraded` under the service's name.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import json
 import logging
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from edgetts.daemon.control import Control, Verdict
+from edgetts.daemon.given import GivenAudio
 from edgetts.daemon.health import Health
 from edgetts.daemon.mqtt import AckHandle, Inbound
 from edgetts.daemon.side import SideSynthesis
@@ -151,6 +153,9 @@ class ServiceContext:
     feed: EventFeed
     publish: Callable[[str, bytes, bool], None]
     """MQTT publish (topic, payload, retain), QoS 1: paho queues it while the broker is away."""
+    announce_audio: Callable[[bytes, GivenAudio, Reply | None], None] | None = None
+    """As ``announce``, with the audio given (edgetts.daemon.given: Wyoming announce, issue 17); the
+    payload's text is then only the announcement's label.  None where no loop plays it."""
     queue: Callable[[], tuple[dict[str, Any], ...]] = tuple
     """What is queued, in play order (edgetts.daemon.scheduler.Scheduler.snapshot): read-only, any thread."""
 
@@ -163,6 +168,8 @@ class ServiceContext:
             assets=assets, announce=lambda payload, reply: inbox(service_inbound(topic, payload, reply)),
             control=inbox, side=side, feed=feed,
             publish=lambda where, payload, retain: link.publish(where, payload, retain=retain), queue=queue,
+            announce_audio=lambda payload, audio, reply: inbox(
+                dataclasses.replace(service_inbound(topic, payload, reply), audio=audio)),
         )
 
 
@@ -190,6 +197,14 @@ def service_inbound(topic: str, payload: bytes, reply: Reply | None) -> Inbound:
 def build_services(config: Config) -> list[Service]:
     """The services ``config`` turns on (each module imported only when configured)."""
     services: list[Service] = []
+    if config.wyoming.enabled:
+        from edgetts.daemon.wyoming.service import WyomingService
+
+        services.append(WyomingService(config))
+    if config.homeassistant.discovery:
+        from edgetts.daemon.homeassistant.service import HomeAssistantService
+
+        services.append(HomeAssistantService(config))
     if config.http.enabled:
         from edgetts.daemon.http import HttpService
 

@@ -77,6 +77,8 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
     """Where ``entry``'s audio comes from, with the assets in force now (and ``degrade``'s choice of voice)."""
     ann = entry.announcement
     start = (entry.repeats_done, entry.resume_sentence)
+    if entry.audio is not None:  # given by a service (edgetts.daemon.given): its text is only a label
+        return Recorded([entry.audio.audio], entry.audio.rate, start)
     if ann.clip is not None:
         clip = assets.clips.get(ann.clip)
         if clip is None:  # gone with a reload while it was queued
