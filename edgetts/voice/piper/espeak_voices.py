@@ -49,6 +49,7 @@ def voice_file(data: Path, voice: str) -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)  # a text switching voices asks again at every switch
 def dictionary_of(data: Path, voice: str) -> str | None:
     """The dictionary (``it`` for ``it_dict``) voice ``voice`` reads; None if no voice file names it.
 
