@@ -14,8 +14,11 @@ The sources come from ``tools/espeak-ng/espeak-ng-<commit>.tar.xz`` (made by
 file's git blob id is checked against the listing inside, so anyone with a
 clone of espeak-ng can check them).  The build is piper1-gpl's: CMake with its
 options, the ``espeak-ng`` program only, then the commands of espeak-ng's
-``cmake/data.cmake`` for the phoneme tables, intonations and the dictionaries
-of :data:`LANGUAGES`.
+``cmake/data.cmake`` for the phoneme tables, intonations and every dictionary
+it builds (:data:`LANGUAGES`, its ``_dict_compile_list``).  One source file
+that commit names is in no clone we can reach (:data:`UNAVAILABLE`): Russian is
+built without its extra word list, so ``ru_dict`` is the one file that is not
+piper-tts's.
 
     python tools/build_espeak_data.py                  # writes edgetts/data/espeak/
     python tools/build_espeak_data.py --out DIR        # somewhere else (the rebuild test)
@@ -42,12 +45,48 @@ COMMIT = "724808c5a83f9ef95fdd0db886ba7ba537ff224a"
 COMMIT_DATE = "2026-04-03"
 REPOSITORY = "https://github.com/espeak-ng/espeak-ng"
 SOURCE = ROOT / "tools" / "espeak-ng" / f"espeak-ng-{COMMIT[:7]}.tar.xz"
-SOURCE_SHA256 = "f3108d5187ffcbc591cf68e177765944d7bcac6270b27d0db8ee9afe69797ab1"
+SOURCE_SHA256 = "e62bdf46f8b7df64f451d491f77d26c05ff025dbb9a79acc46b8d84053b77b8f"
 LISTING = "SOURCES"
 """The file in the archive naming each other file's git blob id and path."""
 
-LANGUAGES = ("en", "de", "es", "fr", "cmn")
-"""Dictionaries built: the shipped voice's (en) and the languages issue 16 part 2 reads."""
+LANGUAGES = (
+    "ab", "af", "am", "an", "ar", "as", "az",
+    "ba", "be", "bg", "bn", "bpy", "bs",
+    "ca", "chr", "cmn", "crh", "cs", "cv", "cy",
+    "da", "de",
+    "el", "en", "eo", "es", "et", "eu",
+    "fa", "fi", "fr",
+    "ga", "gd", "gn", "grc", "gu",
+    "hak", "haw", "he", "hi", "hr", "ht", "hu", "hy",
+    "ia", "id", "io", "is", "it",
+    "ja", "jbo",
+    "ka", "kk", "kl", "kn", "kok", "ko", "ku", "ky",
+    "la", "lb", "lfn", "lt", "lv",
+    "mi", "mk", "ml", "mn", "mr", "ms", "mto", "mt", "my",
+    "nci", "ne", "nl", "nog", "no",
+    "om", "or",
+    "pap", "pa", "piqd", "pl", "pt", "py",
+    "qdb", "quc", "qu", "qya",
+    "ro", "ru", "rup",
+    "sd", "shn", "si", "sjn", "sk", "sl", "smj", "sq", "sr", "sv", "sw",
+    "ta", "te", "ti", "th", "tk", "tn", "tr", "tt",
+    "ug", "uk", "ur", "uz",
+    "vi",
+    "yue",
+)  # fmt: skip
+"""Dictionaries built: every one of the commit's ``cmake/data.cmake`` (checked against it)."""
+
+UNAVAILABLE = {"dictsource/extra/ru_listx": "a7712f68d491c48757440705714b40a460ab2551"}
+"""Files of the commit (path: git blob id) whose content no clone we could reach holds.
+
+The GitHub mirror's snapshot lists ``extra/ru_listx`` in the tree but lacks its
+blob, so the archive leaves it out and ``ru_dict`` is compiled from ``ru_rules``
+and ``ru_list`` alone: what data.cmake does without the file.  It is not
+piper-tts's ``ru_dict`` (the extra list's words read by the rules instead).
+(``fo_list``'s blob is missing too, but data.cmake builds no ``fo`` dictionary.)"""
+
+NOT_PIPERS = ("ru_dict",)
+"""Shipped files that cannot be piper-tts 1.8.0's, because of :data:`UNAVAILABLE`."""
 
 DEFAULT_OUT = ROOT / "edgetts" / "data" / "espeak"
 DATA_FILES = ("intonations", "phondata", "phondata-manifest", "phonindex", "phontab")
@@ -129,8 +168,18 @@ def dictionary_sources(source: Path, lang: str) -> list[Path]:
     return files
 
 
+def data_cmake_languages(source: Path) -> list[str]:
+    """The dictionaries ``cmake/data.cmake`` compiles (its ``_dict_compile_list``)."""
+    text = (source / "cmake" / "data.cmake").read_text(encoding="utf-8")
+    block = text.split("list(APPEND _dict_compile_list", 1)[1].split(")", 1)[0]
+    return block.split()
+
+
 def compile_data(source: Path, build: Path, languages: Sequence[str]) -> Path:
     """Build the ``espeak-ng`` program and compile the data with it; returns its espeak-ng-data."""
+    unknown = set(languages) - set(data_cmake_languages(source))
+    if unknown or (set(languages) == set(LANGUAGES) and list(LANGUAGES) != data_cmake_languages(source)):
+        raise SystemExit(f"LANGUAGES is not cmake/data.cmake's list (unknown: {sorted(unknown)})")
     build.mkdir(parents=True, exist_ok=True)
     _run(["cmake", str(source), *cmake_options(source)], build)
     _run(["make", f"-j{min(2, os.cpu_count() or 1)}", "espeak-ng-bin"], build)
@@ -179,10 +228,23 @@ def provenance(out: Path, languages: Sequence[str]) -> str:
         f"  {' '.join(OUR_OPTIONS)}",
         "build: make espeak-ng-bin; espeak-ng --compile-intonations; espeak-ng --compile-phonemes;",
         f"  espeak-ng --compile=<lang> for {' '.join(languages)} (the commands of cmake/data.cmake)",
+        *unavailable_lines(),
         "sha256 of every file:",
     ]
     lines += [f"{sha256(p)}  {p.relative_to(out).as_posix()}" for p in shipped_files(out)]
     return "\n".join(lines) + "\n"
+
+
+def unavailable_lines() -> list[str]:
+    if not UNAVAILABLE:
+        return []
+    lines = ["not in the source archive (the commit names them; no reachable clone holds their content):"]
+    lines += [f"  {path} (git blob {blob})" for path, blob in UNAVAILABLE.items()]
+    lines += [
+        "  so ru_dict is compiled from ru_rules and ru_list alone and is not piper-tts 1.8.0's ru_dict;",
+        "  (dictsource/fo_list is missing too, but cmake/data.cmake builds no fo dictionary)",
+    ]
+    return lines
 
 
 def build(out: Path, archive: Path = SOURCE, expect_sha256: str | None = SOURCE_SHA256,

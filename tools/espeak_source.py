@@ -12,7 +12,8 @@ clone of espeak-ng checks it).  What the build reads:
 * of ``phsource/``: the phoneme and intonation tables, and the sound files the
   compiled ``phondata-manifest`` names (found by a first build with the whole
   ``phsource/``; the archive is accepted only if its build gives the same data);
-* of ``dictsource/``: the files of the dictionaries built.
+* of ``dictsource/``: the files of the dictionaries built (all of data.cmake's),
+  but for those of ``build_espeak_data.UNAVAILABLE``, whose blobs the clone lacks.
 
 The archive is deterministic (sorted, the commit's time on every file, no owners).
 
@@ -56,6 +57,11 @@ class Git:
     def _git(self, *args: str) -> bytes:
         return subprocess.run(["git", "-C", str(self.git_dir), *args], check=True, capture_output=True).stdout
 
+    def has_content(self, path: str) -> bool:
+        """Whether the clone holds the blob (a partial snapshot may list a path without it)."""
+        check = ["git", "-C", str(self.git_dir), "cat-file", "-e", self.blobs[path][1]]
+        return subprocess.run(check, capture_output=True).returncode == 0
+
     def read(self, path: str) -> bytes:
         data = self._git("cat-file", "blob", self.blobs[path][1])
         if bed.git_blob_id(data) != self.blobs[path][1]:
@@ -74,7 +80,12 @@ def base_paths(git: Git, languages: Sequence[str]) -> list[str]:
                 paths.append(f"dictsource/{name}")
         if f"dictsource/extra/{lang}_listx" in git.blobs and f"dictsource/{lang}_listx" in paths:
             paths.remove(f"dictsource/{lang}_listx")  # EXTRA_<lang> on: data.cmake takes extra/'s
-    return sorted(set(paths))
+    for path, blob in bed.UNAVAILABLE.items():
+        if git.blobs.get(path, ("", ""))[1] != blob:
+            raise SystemExit(f"{path}: the commit's blob is not the {blob} UNAVAILABLE names")
+        if git.has_content(path):
+            raise SystemExit(f"{path}: this clone has it; take it out of build_espeak_data.UNAVAILABLE")
+    return sorted(set(paths) - set(bed.UNAVAILABLE))
 
 
 def write_archive(git: Git, paths: Iterable[str], out: Path) -> None:

@@ -31,3 +31,18 @@ def test_a_german_voice_refuses_chinese_text_with_the_reason(daemon_rig, tmp_pat
     assert queued["detail"] == "xml:lang=tlh span 'Qapla' read in de: espeak-ng has no such voice"
     rig.probe.wait_event("span", "finished", 60)
     assert "detail" not in rig.probe.wait_event("de", "queued")
+
+
+@pytest.mark.mqtt
+def test_a_voice_whose_language_has_no_espeak_dictionary_does_not_load(daemon_rig, tmp_path: Path) -> None:
+    """Faroese: espeak-ng 724808c has its language file and no dictionary (data.cmake builds none).
+    Before, such a voice loaded and spoke every word as nothing; now it is a voice that did not load."""
+    from make_test_voice import make_voice
+
+    model = make_voice(tmp_path, "ok", language="fo")
+    rig = daemon_rig(real_voices=True, voice_extra=f"model: {model}", online_timeout=60)
+    status = rig.probe.wait_status(lambda s: any(d["what"] == "voice" for d in s["degraded"]), 30)
+    reason = next(d["reason"] for d in status["degraded"] if d["what"] == "voice")
+    assert "espeak-ng voice 'fo' reads language 'fo', whose dictionary fo_dict is not in the espeak-ng data" in reason
+    assert str(Path("edgetts") / "data" / "espeak" / "espeak-ng-data") in reason
+    assert status["voices"] == []

@@ -40,12 +40,29 @@ def test_provenance_lists_every_shipped_file_with_its_sha256() -> None:
 
 
 def test_shipped_data_is_the_data_piper_tts_ships() -> None:
-    """Every shipped file is byte for byte piper-tts 1.8.0's (the oracle; it is never copied)."""
+    """Every shipped file is byte for byte piper-tts 1.8.0's (the oracle; it is never copied), every
+    dictionary data.cmake builds is shipped, and ru_dict is the one known, documented difference."""
     piper_data = _piper_data()
     data = SHIPPED / "espeak-ng-data"
     names = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
+    piper_names = sorted(p.relative_to(piper_data).as_posix() for p in piper_data.rglob("*") if p.is_file())
     assert {"en_dict", "phondata", "phontab", "phonindex", "intonations", "lang/gmw/en-US"} <= set(names)
-    assert [n for n in names if (data / n).read_bytes() != (piper_data / n).read_bytes()] == []
+    assert names == piper_names  # nothing left out, nothing more
+    dicts = sorted(n.removesuffix("_dict") for n in names if n.endswith("_dict"))
+    assert dicts == sorted(bed.LANGUAGES) and len(dicts) == 118 and {"it", "ru", "nl", "pl", "uk"} <= set(dicts)
+    assert [n for n in names if (data / n).read_bytes() != (piper_data / n).read_bytes()] == list(bed.NOT_PIPERS)
+    # Known difference: dictsource/extra/ru_listx is in no clone we have (build_espeak_data.UNAVAILABLE),
+    # so ru_dict holds ru_list's words only; PROVENANCE says so.
+    assert bed.NOT_PIPERS == ("ru_dict",) and set(bed.UNAVAILABLE) == {"dictsource/extra/ru_listx"}
+    assert (data / "ru_dict").stat().st_size < (piper_data / "ru_dict").stat().st_size
+    assert "dictsource/extra/ru_listx (git blob" in (SHIPPED / bed.PROVENANCE).read_text(encoding="utf-8")
+
+
+def test_languages_are_those_of_the_commits_data_cmake(tmp_path: Path) -> None:
+    tree = bed.extract_source(bed.SOURCE, tmp_path, bed.SOURCE_SHA256)
+    assert bed.data_cmake_languages(tree) == list(bed.LANGUAGES)
+    assert not (tree / "dictsource" / "extra" / "ru_listx").exists()  # left out, not faked
+    assert (tree / "dictsource" / "extra" / "yue_listx").is_file() and (tree / "dictsource" / "ru_list").is_file()
 
 
 def test_source_archive_is_the_pinned_one_and_each_file_is_the_commits(tmp_path: Path) -> None:
@@ -79,7 +96,7 @@ def test_differences_finds_a_changed_and_a_missing_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_tool_rebuilds_the_shipped_files_bit_for_bit() -> None:
-    """A C build of espeak-ng 724808c and its data compile (about a minute on 2 cores)."""
+    """A C build of espeak-ng 724808c and its data compile, all 118 dictionaries (about 20 s on 2 cores)."""
     _need_build_tools()
     proc = subprocess.run(
         [sys.executable, str(bed.ROOT / "tools" / "build_espeak_data.py"), "--check"],

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from edgetts.text.prepare import Break, Phonemes, Prepared, Segment, TextOptions, prepare
 from edgetts.voice.piper.languages import LanguageCheck, voice_language
 from edgetts.voice.piper.model_config import BOS, EOS, PAD, PiperVoiceConfig
-from edgetts.voice.piper.phonemize import phonemize
+from edgetts.voice.piper.phonemize import check_voice, phonemize
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS, MIN_SENTENCE_IDS, PIECE_END, ends_phrase, split_sentence
 
 _LOGGER = logging.getLogger(__name__)
@@ -81,6 +81,9 @@ class PiperFrontend:
         pieces (:mod:`.pieces`)."""
         if max_ids < MIN_SENTENCE_IDS:
             raise ValueError(f"max_ids must be at least {MIN_SENTENCE_IDS}, not {max_ids}")
+        if config.phoneme_type == "espeak":
+            # At load, not at the first announcement: without its dictionary espeak-ng reads nothing.
+            check_voice(config.espeak_voice)
         self.config = config
         # The voice's language decides the rules (issue 16): English ones for English voices only.
         self.text = replace(text or TextOptions(), language=voice_language(config))

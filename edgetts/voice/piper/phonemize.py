@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgetts.errors import PhonemizerError
+from edgetts.voice.piper.espeak_voices import check_dictionary
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class _Espeak:
         if rate <= 0:
             raise PhonemizerError(f"espeak-ng failed to initialise with data in {data_parent}")
         self._lib = lib
+        self._data = Path(data_parent) / "espeak-ng-data"
         self._voice: str | None = None
 
     @classmethod
@@ -133,8 +135,10 @@ class _Espeak:
 
     def set_voice(self, voice: str) -> None:
         if voice != self._voice:
+            # espeak-ng takes a voice whose dictionary is missing and then reads every word as nothing.
+            check_dictionary(self._data, voice)
             if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise PhonemizerError(f"espeak-ng has no voice named {voice!r}")
+                raise PhonemizerError(f"espeak-ng has no voice named {voice!r} (no language file in {self._data})")
             self._voice = voice
 
     def clauses(self, text: str, mode: int) -> list[tuple[str, str]]:
@@ -151,6 +155,13 @@ class _Espeak:
             phonemes = result.decode("utf-8", errors="replace") if result else ""
             out.append((phonemes, raw[start:end].decode("utf-8", errors="replace")))
         return out
+
+
+def check_voice(voice: str) -> None:
+    """Raise PhonemizerError unless espeak-ng can read text as ``voice``: it knows the voice, and
+    the data holds the dictionary of its language (what loading a Piper voice checks)."""
+    with _Espeak.lock:
+        _Espeak.get().set_voice(voice)
 
 
 def clause_terminator(consumed: str, is_last: bool) -> tuple[str, bool]:
