@@ -23,7 +23,7 @@ In one run it:
   * splits each uncached publish -> first PCM into its hops (issue 14): `mqtt`
     (publish -> paho's callback in the daemon, from the wall clocks: publish -> `started.ts`
     minus `latency_ms`) and the daemon's own `timing_ms` of the `started` event
-    (edgetts.daemon.hops: inbox, parse, prepare, queue, handoff, synth_first, device),
+    (edgetts.daemon.hops: inbox, parse, prepare, queue, handoff, synth_first, lead, device),
   * reads the daemon's peak RSS (VmHWM, reset through /proc/PID/clear_refs once it is up,
     so `peak_rss_mb` is the corpus's peak; since start: `peak_rss_start_mb`) and runs
     tools/bench_engine.py's piper-tts child on the same lines for its engine-only peak,

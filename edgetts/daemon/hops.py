@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: The hops of ``timing_ms``, in the order an announcement takes them; each is named after
-#: the step that ends it (a cache hit or a clip has no ``handoff`` / ``synth_first``).
-HOPS = ("inbox", "parse", "prepare", "queue", "handoff", "synth_first", "device")
+#: the step that ends it (a cache hit or a clip has no ``handoff`` / ``synth_first``; ``lead`` only
+#: when the engine asked to hold playback, so the rest of the text cannot run dry).
+HOPS = ("inbox", "parse", "prepare", "queue", "handoff", "synth_first", "lead", "device")
 
 
 @dataclass
@@ -34,6 +35,8 @@ class HopStamps:
     """The synthesis thread took its request."""
     synth_first: float | None = None
     """The voice yielded its first chunk (fed to the job)."""
+    lead: float | None = None
+    """The end of the playback hold that chunk asked for (AudioChunk.lead_s; None: no hold)."""
 
     def timing_ms(self, first_pcm: float) -> dict[str, float]:
         """The hops up to ``first_pcm`` (the first device write), ms; they sum to ``first_pcm - received``.

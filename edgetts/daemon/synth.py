@@ -282,6 +282,8 @@ class Synthesizer:
                     return
                 if req.hops is not None and req.hops.synth_first is None:
                     req.hops.synth_first = time.monotonic()
+                    if chunk.lead_s > 0:  # the job holds it that long: not the device's time
+                        req.hops.lead = req.hops.synth_first + chunk.lead_s
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
                     chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,
