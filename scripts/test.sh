@@ -5,10 +5,14 @@
 # The tests start their own mosquitto on 127.0.0.1 and their own ALSA capture
 # config; nothing outside the repo is left running.
 #
-#   scripts/test.sh [pytest args...]
+#   scripts/test.sh [--aarch64] [pytest args...]
+# --aarch64: afterwards, install and test on aarch64 under emulation as well
+# (scripts/test-aarch64.sh: an arm64 chroot, ~25 min the first time, then cached).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+aarch64=0
+if [[ "${1:-}" == "--aarch64" ]]; then aarch64=1; shift; fi
 venv=${EDGETTS_TEST_VENV:-$here/.venv-test}
 py=${PYTHON:-python3}
 
@@ -22,5 +26,10 @@ export ORT_DISABLE_TELEMETRY=1
 set +e
 "$venv/bin/python" -m pytest "$@"
 rc=$?
+if ((aarch64)); then
+  EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-aarch64.sh
+  arm_rc=$?
+  ((rc != 0)) || rc=$arm_rc
+fi
 set -e
 exit $rc
