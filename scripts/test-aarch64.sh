@@ -348,6 +348,7 @@ compare_with_host() {
       -o x86-int8.wav 2>/dev/null)
   cp "$root/tmp/cli/ids.json" "$work/arm-ids.json"
   cp "$root/tmp/cli/arm.wav" "$root/tmp/cli/arm-int8.wav" "$work/"
+  cp "$root/tmp/cli/joe-int8.onnx" "$work/arm-joe-int8.onnx"
   "$py" - "$work" "$MAX_LSB" <<'PY' | tee "$dir/comparison.txt" >&2
 import json, sys, wave
 from pathlib import Path
@@ -360,6 +361,8 @@ ids_x86, ids_arm = (work / "x86-ids.json").read_text(), (work / "arm-ids.json").
 n_ids = sum(len(json.loads(line)) for line in ids_x86.splitlines() if line.strip())
 print(f"phoneme ids: {'identical' if ids_x86 == ids_arm else 'DIFFERENT'} ({n_ids} ids)")
 ok = ids_x86 == ids_arm
+same_model = (work / "joe-int8.onnx").read_bytes() == (work / "arm-joe-int8.onnx").read_bytes()
+print(f"int8 model from `edgetts quantize`: {'byte-identical' if same_model else 'DIFFERENT'} on both")
 for kind, x86, arm in (("fp32", "x86.wav", "arm.wav"), ("int8", "x86-int8.wav", "arm-int8.wav")):
     a, b = pcm(x86), pcm(arm)
     if a.size != b.size:
