@@ -5,16 +5,20 @@
 # The tests start their own mosquitto on 127.0.0.1 and their own ALSA capture
 # config; nothing outside the repo is left running.
 #
-#   scripts/test.sh [--ha] [pytest args...]
+#   scripts/test.sh [--ha] [--aarch64] [pytest args...]
 #
 # --ha also runs tests/daemon/test_homeassistant_core.py against a real Home Assistant
 # core, in its own venv (scripts/ha-venv.sh: built once, ~700 MB, then cached).
+# --aarch64: afterwards, install and test on aarch64 under emulation as well
+# (scripts/test-aarch64.sh: an arm64 chroot, ~25 min the first time, then cached).
 set -euo pipefail
 ha=0
-if [[ "${1:-}" == "--ha" ]]; then
-  ha=1
+aarch64=0
+while [[ "${1:-}" == "--ha" || "${1:-}" == "--aarch64" ]]; do
+  [[ "$1" == "--ha" ]] && ha=1
+  [[ "$1" == "--aarch64" ]] && aarch64=1
   shift
-fi
+done
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 venv=${EDGETTS_TEST_VENV:-$here/.venv-test}
@@ -34,5 +38,10 @@ fi
 set +e
 "$venv/bin/python" -m pytest "$@"
 rc=$?
+if ((aarch64)); then
+  EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-aarch64.sh
+  arm_rc=$?
+  ((rc != 0)) || rc=$arm_rc
+fi
 set -e
 exit $rc

@@ -75,7 +75,7 @@ class Topology:
     """CPU -> relative speed: ``cpu_capacity`` (1024 = fastest) or max frequency in kHz; empty if unknown."""
 
     clusters: tuple[tuple[int, ...], ...]
-    """CPUs grouped by equal capacity, slowest group first."""
+    """CPUs grouped by near-equal capacity (within :data:`SAME_CLASS`), slowest group first."""
 
     nodes: dict[int, tuple[int, ...]]
     """NUMA node -> its CPUs (only the CPUs in :attr:`cpus`); ``{0: cpus}`` without NUMA info."""
@@ -95,6 +95,25 @@ class Topology:
             if cpu in cpus:
                 return node
         return None
+
+
+SAME_CLASS = 0.10
+"""CPUs whose speeds differ by less than this fraction are one class.  An RK3588's two A76
+clusters are binned separately (one 2352 MHz, the other 2304 MHz: ``cpu_capacity`` 1024 and
+1003, the kernel scales it by the maximum frequency); they are all "big", the A55s (~40 %) not."""
+
+
+def _group_by_speed(cpus: Sequence[int], capacity: dict[int, int]) -> tuple[tuple[int, ...], ...]:
+    """``cpus`` in classes of near-equal capacity, slowest class first (one class if speed is unknown)."""
+    classes: list[list[int]] = []
+    floor = 0
+    for cpu in sorted(cpus, key=lambda c: (capacity.get(c, 0), c)):
+        speed = capacity.get(cpu, 0)
+        if not classes or speed > floor * (1 + SAME_CLASS):
+            classes.append([])
+            floor = speed
+        classes[-1].append(cpu)
+    return tuple(tuple(sorted(group)) for group in classes)
 
 
 def detect(root: str | os.PathLike[str] = SYSFS, allowed: Iterable[int] | None = None) -> Topology:
@@ -124,10 +143,7 @@ def detect(root: str | os.PathLike[str] = SYSFS, allowed: Iterable[int] | None =
             capacity[cpu] = value
     if len(capacity) != len(cpus):
         capacity = {}  # partial information would misclassify the unknown CPUs
-    classes: dict[int, list[int]] = {}
-    for cpu in cpus:
-        classes.setdefault(capacity.get(cpu, 0), []).append(cpu)
-    clusters = tuple(tuple(classes[k]) for k in sorted(classes))
+    clusters = _group_by_speed(cpus, capacity)
 
     nodes: dict[int, tuple[int, ...]] = {}
     node_root = root / "devices" / "system" / "node"

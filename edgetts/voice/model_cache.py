@@ -36,11 +36,12 @@ def default_cache_dir() -> Path | None:
     return base / "edgetts" / "models"
 
 
-def _cpu_identity() -> str:
-    """The lines of /proc/cpuinfo that say which instructions the CPU has."""
+def _cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The lines of /proc/cpuinfo that say which instructions the CPU has: x86's ``model name`` and
+    ``flags``; arm64's ``Features`` and ``CPU part`` (one line per core type on big.LITTLE)."""
     keep = ("model name", "flags", "features", "cpu part", "cpu implementer", "cpu architecture")
     try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return platform.processor()
     seen: list[str] = []

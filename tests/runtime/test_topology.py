@@ -41,6 +41,35 @@ def test_rk3588_from_cpufreq_only() -> None:
     assert topo.capacity[0] == 1800000
 
 
+@pytest.mark.parametrize("source", ["cpu_capacity", "cpufreq"])
+def test_rk3588_binned_a76_clusters_are_all_big(source: str, tmp_path: Path) -> None:
+    """Issue 15: an RK3588's two A76 clusters binned apart (2352 and 2304 MHz, capacity 1024 and
+    1003) are one "big" class of four cores, not two clusters of two; the A55s stay LITTLE."""
+    import shutil
+
+    root = tmp_path / "sys"
+    shutil.copytree(SYSFS / "rk3588-binned", root)
+    if source == "cpufreq":
+        for path in root.glob("devices/system/cpu/cpu*/cpu_capacity"):
+            path.unlink()
+    topo = detect(root)
+    assert topo.clusters == ((0, 1, 2, 3), (4, 5, 6, 7))
+    assert topo.big == (4, 5, 6, 7)
+    assert topo.capacity[6] == (1003 if source == "cpu_capacity" else 2304000)  # raw values kept
+    assert default_threads(resolve_cores("auto", topo, audio_core=0)) == 4
+
+
+def test_speed_classes_split_only_on_a_real_gap(tmp_path: Path) -> None:
+    cpu = tmp_path / "devices" / "system" / "cpu"
+    for n, capacity in enumerate([1024, 940, 1024, 600]):  # 8 % apart: one class; 41 % slower: another
+        (cpu / f"cpu{n}").mkdir(parents=True)
+        (cpu / f"cpu{n}" / "cpu_capacity").write_text(f"{capacity}\n")
+    (cpu / "online").write_text("0-3\n")
+    topo = detect(tmp_path)
+    assert topo.clusters == ((3,), (0, 1, 2))
+    assert topo.big == (0, 1, 2)
+
+
 @pytest.mark.parametrize("board", ["pi4", "pi5"])
 def test_raspberry_pi_all_cores_equal(board: str) -> None:
     topo = detect(SYSFS / board)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 
 from edgetts.errors import VoiceError
 from edgetts.voice.model_cache import checksum, prepare_dir
@@ -38,7 +40,11 @@ def _split_family(model_path: Path) -> str:
 
 def _split_key(model_path: Path, margin: int, flow_margin: int) -> str:
     stat = model_path.stat()
-    identity = "\n".join([str(stat.st_size), str(stat.st_mtime_ns), SPLIT_VERSION, str(margin), str(flow_margin)])
+    # A split is checked (and its gain measured) by running it on this machine's onnxruntime: one
+    # made on an x86 build host and carried to an aarch64 board in a cache or an image was never
+    # checked on the board's kernels, so the architecture and the runtime are part of the key.
+    identity = "\n".join([str(stat.st_size), str(stat.st_mtime_ns), SPLIT_VERSION, str(margin), str(flow_margin),
+                          platform.machine(), ort.__version__])
     return f"{_split_family(model_path)}{checksum(identity)}"
 
 
