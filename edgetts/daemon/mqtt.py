@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -30,6 +29,7 @@ from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
 from edgetts.daemon.control import Verdict
+from edgetts.daemon.credentials import CredentialError, secret_path
 from edgetts.daemon.given import GivenAudio
 from edgetts.daemon.messages import Event
 from edgetts.daemon.status import Status
@@ -47,17 +47,10 @@ def resolve_password(settings: MqttSettings, environ: dict[str, str] | None = No
     env = os.environ if environ is None else environ
     if settings.password is not None:
         return settings.password
-    path: Path | None = None
-    if settings.password_file is not None:
-        path = Path(settings.password_file)
-    elif settings.password_credential is not None:
-        creds = env.get("CREDENTIALS_DIRECTORY")
-        if not creds:
-            raise MqttSetupError(
-                f"mqtt/password_credential {settings.password_credential!r}: $CREDENTIALS_DIRECTORY "
-                "is not set (use LoadCredential= in the unit)"
-            )
-        path = Path(creds) / settings.password_credential
+    try:
+        path = secret_path(settings.password_file, settings.password_credential, "mqtt", env)
+    except CredentialError as exc:
+        raise MqttSetupError(str(exc)) from None
     if path is None:
         return None
     try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgetts.config import HttpSettings
+from edgetts.daemon.credentials import CredentialError, secret_path
 from edgetts.errors import EdgeTTSError
 
 MAX_SESSIONS = 256
@@ -57,15 +58,10 @@ def _read_lines(path: Path, what: str) -> list[str]:
 def load_credentials(settings: HttpSettings, environ: Mapping[str, str] | None = None) -> Credentials:
     """The password (file or systemd credential) and tokens; AccessSetupError when one is unreadable or empty."""
     env = os.environ if environ is None else environ
-    path: Path | None = None
-    if settings.password_file is not None:
-        path = Path(settings.password_file)
-    elif settings.password_credential is not None:
-        creds = env.get("CREDENTIALS_DIRECTORY")
-        if not creds:
-            raise AccessSetupError(f"http/password_credential {settings.password_credential!r}: "
-                                   "$CREDENTIALS_DIRECTORY is not set (use LoadCredential= in the unit)")
-        path = Path(creds) / settings.password_credential
+    try:
+        path = secret_path(settings.password_file, settings.password_credential, "http", env)
+    except CredentialError as exc:
+        raise AccessSetupError(str(exc)) from None
     password = None
     if path is not None:
         lines = _read_lines(path, "console password")
