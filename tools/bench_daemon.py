@@ -111,6 +111,13 @@ class Announcer(EventClient):
         """(publish -> started.ts in ms, the `started` event)."""
         t0 = time.time()
         self.publish(json.dumps({"id": ident, "text": text}), wait_s=None)
+        started = self.started(ident)
+        if bool(started.get("cached")) != cached:
+            raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
+        return (started["ts"] - t0) * 1000.0, started
+
+    def started(self, ident: str) -> dict[str, Any]:
+        """The `started` event of ``ident``, once it has `finished` (the bench stops on anything else)."""
         started = None
         while True:
             ev = self.events.get(timeout=120)
@@ -121,9 +128,7 @@ class Announcer(EventClient):
             elif ev["event"] in ("finished", "failed", "rejected"):
                 if ev["event"] != "finished" or started is None:
                     raise SystemExit(f"bench: {ident} {ev}")
-                if bool(started.get("cached")) != cached:
-                    raise SystemExit(f"bench: {ident} cached={started.get('cached')}, expected {cached}")
-                return (started["ts"] - t0) * 1000.0, started
+                return started
 
 
 class HttpAnnouncer:
@@ -160,18 +165,9 @@ class HttpAnnouncer:
         answer = res.read()
         if res.status != 202:
             raise SystemExit(f"bench: POST /api/announce {res.status} {answer!r}")
-        started = None
-        while True:
-            ev = self.events.events.get(timeout=120)
-            if ev["id"] != ident:
-                continue
-            if ev["event"] == "started":
-                started = ev
-            elif ev["event"] in ("finished", "failed", "rejected"):
-                if ev["event"] != "finished" or started is None:
-                    raise SystemExit(f"bench: {ident} {ev}")
-                total = (started["ts"] - t0) * 1000.0
-                return total, total - float(started["latency_ms"])
+        started = self.events.started(ident)
+        total = (started["ts"] - t0) * 1000.0
+        return total, total - float(started["latency_ms"])
 
 
 def engine_voice(config_path: Path) -> Any:
