@@ -66,7 +66,7 @@ class Recording:
     is handed ~20 ms of audio at once when it connects.
     """
 
-    def __init__(self, sink: PacedSink, path: Path, wait: bool = True) -> None:
+    def __init__(self, sink: PacedSink, path: Path, wait: bool = True, latency_ms: int | None = None) -> None:
         self._path = path
         self._rate = sink.rate
         self.channels = max(1, sink.zones)
@@ -77,7 +77,7 @@ class Recording:
             layout.append("--channel-map=" + ",".join(f"aux{k}" for k in range(sink.zones)))
         self._proc = subprocess.Popen(
             ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", *layout, "--format=s16le",
-             "--raw", f"--latency-msec={sink.parec_latency_ms}", "--volume=65536"],  # (unity gain)
+             "--raw", f"--latency-msec={latency_ms or _PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
         self._unix_minus_mono = _unix_minus_mono()
         self._received = 0
@@ -212,7 +212,6 @@ class PacedSink:
         self.directory = Path(directory)
         self.rate = rate
         self.zones = zones
-        self.parec_latency_ms = _PAREC_LATENCY_MS
         self._proc: subprocess.Popen[bytes] | None = None
         self._keeper: subprocess.Popen[bytes] | None = None
         self._recordings = 0
@@ -315,12 +314,13 @@ class PacedSink:
         except OSError:
             return "(no log)"
 
-    def record(self) -> Recording:
-        """Start capturing what reaches the sink (s16le at ``rate``, one channel a zone)."""
+    def record(self, latency_ms: int | None = None) -> Recording:
+        """Start capturing what reaches the sink (s16le at ``rate``, one channel a zone); parec's
+        buffer ``latency_ms`` (10 ms by default)."""
         if self._proc is None or self._proc.poll() is not None:
             raise PacedSinkError("the paced sink is not running")
         self._recordings += 1
-        return Recording(self, self.directory / f"recording-{self._recordings:03d}.raw")
+        return Recording(self, self.directory / f"recording-{self._recordings:03d}.raw", latency_ms=latency_ms)
 
     def stop(self) -> None:
         """End the keeper stream and pulseaudio (parec recordings end when their server does)."""
