@@ -6,6 +6,10 @@ can underrun and no start time measured through it means anything (issue 14).  H
 ``cap`` at ``rate`` Hz mono; ALSA clients are routed to it by an ``asound.conf`` with
 ``pcm.!default { type pulse }``, so PyAudio/PortAudio in a daemon or a test plays at the sink's
 pace.  ``record()`` runs ``parec`` on ``cap.monitor`` to capture what reached the sink.
+With ``zones`` (issue 19) several players share the sink's one clock, each on a channel, and a
+recording maps its samples to Unix time (``Recording.unix_at``): when they reached the monitor,
+which is when the server rendered them.  (PulseAudio's own latency, pa_simple_get_latency on a
+playback stream, counts them played 2.5-5 ms later: the null sink renders that far ahead.)
 
 Stdlib only at import (numpy is imported where samples are returned), so tools and tests
 alike can use it.  Recipe: shared notes, system-recipe section 8.
@@ -79,7 +83,7 @@ class Recording:
             ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", *layout, "--format=s16le",
              "--raw", f"--latency-msec={latency_ms or _PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
-        self._unix_minus_mono = _unix_minus_mono()
+        self._unix_minus_mono = time.time() - time.monotonic()  # (to some microseconds)
         self._received = 0
         self._epoch: float | None = None
         self._lows: list[tuple[float, int]] = []
@@ -185,19 +189,6 @@ class Recording:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
-
-
-def _unix_minus_mono() -> float:
-    """time.time() - time.monotonic(), from the closest of a few readings."""
-    best: tuple[float, float] | None = None
-    for _ in range(5):
-        m0 = time.monotonic()
-        u = time.time()
-        m1 = time.monotonic()
-        if best is None or m1 - m0 < best[0]:
-            best = (m1 - m0, u - (m0 + m1) / 2)
-    assert best is not None
-    return best[1]
 
 
 class PacedSink:

@@ -112,9 +112,11 @@ class DeviceClock:
         recent = [e for _, e in list(self._epochs)[-3:]]
         if old is None or not self.warm or len(recent) < 3 or min(recent) - old <= JUMP_S:
             return 0.0
-        for _ in range(len(self._epochs) - 3):  # re-based on the measurements after the jump
+        # Re-based on the measurements after the jump, but for the first: taken while the device
+        # was dry (its queue empty, not yet restarted), it says the restart is earlier than it was.
+        for _ in range(len(self._epochs) - 2):
             self._epochs.popleft()
-        return min(recent) - old
+        return min(recent[1:]) - old
 
 
 class TimedPlay:
@@ -156,8 +158,12 @@ class TimedPlay:
                 end = self._to_target() or end
                 continue
             self._skip_past()
-            if end is not None and (stage.avail == 0 or self._started):
-                stage.play_tail(end)
+            if end is not None and stage.avail <= self._block + stage.fade_n:
+                # (blocks before the tail go through _emit: each write is measured, so a device that
+                # ran dry is caught up on the timeline)
+                if stage.avail:
+                    self._start_fields()
+                    stage.play_tail(end)
                 return ("failed", end.reason) if end.reason is not None else ("finished", None)
             if stage.avail >= self._block + stage.fade_n or (end is not None and stage.avail):
                 self._emit(self._block)

@@ -139,8 +139,11 @@ class OutputStream:
 
         Through ALSA's pulse plugin (the paced sink) the buffer is the pulse stream's (768 frames at
         22050 Hz, block 256): what is queued there reaches the null sink's monitor when the server
-        renders it, so this is the delay to the monitor.  On a sound card it is the ALSA ring buffer;
-        the DAC and amplifier beyond it are audio.output_delay_ms.
+        renders it, so this is the delay to the monitor; measured right after a blocking write it
+        varies by 0-6 ms with the server's 10 ms ticks (the timeline takes the earliest).  On a
+        sound card (ALSA hw) it is the ring buffer; the DAC and amplifier beyond it are
+        audio.output_delay_ms.  Behind a sound server on a board (PulseAudio, PipeWire) it is the
+        server's client buffer only: the server's own latency to the card is not in it.
         """
         free = self._write_available()
         if free is None or not self._capacity:

@@ -276,3 +276,33 @@ def test_untimed_jobs_play_as_before() -> None:
     assert np.array_equal(outputs[0], outputs[1])
     assert not np.any(outputs[0][:lead]) and np.any(outputs[0][lead: lead + 10])
     assert outputs[0].size == lead + audio.size
+
+
+def test_a_device_that_ran_dry_is_caught_up_on_the_timeline() -> None:
+    """The audio thread stalls 100 ms mid-job (the device runs dry and restarts later): the player
+    sees its measured delay jump, counts the underrun, and skips what the stall cost, so the rest
+    is heard at its time again (not 65 ms behind the other boards)."""
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=6)
+    try:
+        job = _timed_job(player, device, 0.3)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        device.hooks.append((target_mono + 0.3, lambda: setattr(device, "now", device.now + 0.1)))
+        player.submit(job)
+        _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    assert len(device.segments) == 2  # it did run dry once
+    pcm, want = device.pcm(), _ints(audio)
+    restart = device.segments[1][0]
+    fade = int(RATE * 0.005)
+    origin = _origin(device, pcm, want, fade + 1, int(0.25 * RATE), target_mono)  # (before the stall)
+    # Heard times against the timeline: each frame's sample is the one due when it is heard.
+    frames = np.arange(restart + 6 * BLOCK, restart + int(0.5 * RATE))
+    due = np.rint([(device.heard_at(int(f)) - device.heard_at(origin)) * RATE for f in frames]).astype(int)
+    assert np.array_equal(pcm[frames], want[due])
+    assert finished.underruns == 1
