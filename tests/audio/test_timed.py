@@ -306,3 +306,27 @@ def test_a_device_that_ran_dry_is_caught_up_on_the_timeline() -> None:
     due = np.rint([(device.heard_at(int(f)) - device.heard_at(origin)) * RATE for f in frames]).astype(int)
     assert np.array_equal(pcm[frames], want[due])
     assert finished.underruns == 1
+
+
+def test_a_job_that_reaches_the_player_after_its_target_joins_in_step() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=7)
+    try:
+        job = _timed_job(player, device, -0.2)  # its time came before the player got it
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        started = _until(reports, "started")
+        _until(reports, "finished")
+    finally:
+        player.close()
+    pcm, want = device.pcm(), _ints(audio)
+    fade = int(RATE * 0.005)
+    joined = int(np.flatnonzero(pcm)[0]) - 1  # (the fade-in's first sample is 0)
+    # (the timeline began before the stream did: frame 0 is heard 200 ms after the target)
+    skipped = int(round(started.late_ms * RATE / 1000.0))
+    assert 200.0 <= started.late_ms <= 200.0 + 1000.0 * 3 * BLOCK / RATE + 1.0
+    assert _aligned(pcm, joined - skipped, want, skipped + fade + 1, want.size - fade)
+    assert abs(device.heard_at(joined) - (target_mono + skipped / RATE)) <= 0.5 / RATE + 0.0002
