@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onsets import find_onset
 from paced_sink import PacedSink, Recording, available
 
 from support.paths import ROOT
@@ -30,14 +31,6 @@ TARGETS = 6
 SPACING_S = 1.5
 LATE_PLAYER, LATE_TARGET, LATE_S = 2, 3, 0.3
 TOLERANCE_MS = 5.0
-
-
-def _onset(channel: np.ndarray, ref: np.ndarray, around: float, rate: int) -> int:
-    """The sample index where ``ref`` starts in ``channel``, searched within 0.1 s of ``around``."""
-    lo = max(0, int(around) - rate // 10)
-    seg = channel[lo: lo + ref.size + rate // 5].astype(np.float64)
-    corr = np.correlate(seg, ref.astype(np.float64), mode="valid")
-    return lo + int(np.argmax(corr))
 
 
 def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[float]) -> list[list[dict[str, object]]]:
@@ -86,7 +79,7 @@ def test_three_players_start_together_at_play_at_and_a_late_one_joins_in_step(tm
     for i, target in enumerate(targets):
         around = rec.index_at_unix(target)
         for k in range(3):
-            onset = _onset(pcm[:, k], ref, around, RATE)
+            onset = find_onset(pcm[:, k], ref, around, RATE)
             errors[i, k] = (rec.unix_at(onset) - target) * 1000.0
     spread = errors.max(axis=1) - errors.min(axis=1)
     print(f"onset error vs at_unix (ms), target x player:\n{np.round(errors, 2)}\nspread {np.round(spread, 2)}")
