@@ -93,11 +93,13 @@ class DeviceClock:
         now = self._clocks.mono()
         earlier = self.frames / self._rate
         self.frames += frames
-        start = before if self._account is None else max(self._account + earlier, before)
+        old = self._account
+        start = before if old is None else max(old + earlier, before)
         self._account = start - earlier
         delay = self.last_delay = delay_s(self._stream)
-        if delay is None:
-            return self._add(now, self._account)
+        if delay is None:  # the account alone: a write after what was written ended found it dry
+            self._add(now, self._account)
+            return 0.0 if old is None else self._account - old
         self.reports_delay = True
         if not self.warm and now - before >= BLOCKED_S:
             self.warm = True  # what came before (the device filling) is no measure
