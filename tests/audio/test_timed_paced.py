@@ -34,7 +34,7 @@ TOLERANCE_MS = 5.0
 
 
 def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[float]) -> list[list[dict[str, object]]]:
-    procs = []
+    procs, logs = [], []
     env_base = {k: v for k, v in os.environ.items() if k != "ALSA_CAPTURE_FILE"}
     env_base["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     for k in range(3):
@@ -42,9 +42,10 @@ def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[flo
                   "late_s": {str(LATE_TARGET): LATE_S} if k == LATE_PLAYER else {}}
         path = tmp / f"player{k}.json"
         path.write_text(json.dumps(config))
+        logs.append((tmp / f"player{k}.log").open("wb"))
         procs.append(subprocess.Popen([sys.executable, "-m", "support.timed_player", str(path)],
                                       cwd=ROOT / "tests", env={**env_base, **sink.zone_env(k)},
-                                      stdout=subprocess.PIPE, stderr=(tmp / f"player{k}.log").open("wb")))
+                                      stdout=subprocess.PIPE, stderr=logs[-1]))
     out = []
     try:
         for p in procs:
@@ -56,6 +57,8 @@ def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[flo
             if p.poll() is None:
                 p.kill()
                 p.wait(5)
+        for log in logs:
+            log.close()
     return out
 
 
