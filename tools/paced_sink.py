@@ -92,14 +92,12 @@ class Recording:
         self._first = threading.Event()
         self._reader = threading.Thread(target=self._read, name="paced-sink-recording", daemon=True)
         self._reader.start()
-        self.started_mono: float = time.monotonic()
-        """time.monotonic() when parec started; once its first samples are in (``wait``), refined
-        to the time of the recording's first sample (parec connects some ms after it starts)."""
+        self._started_mono = time.monotonic()
         self._samples: np.ndarray | None = None
         if wait:
             self._first.wait(5.0)
             if self._epoch is not None:
-                self.started_mono = self._epoch
+                self._started_mono = self._epoch
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
@@ -120,6 +118,12 @@ class Recording:
             elif epoch < self._lows[-1][0] - self._lows[-1][1] / self._rate:
                 self._lows[-1] = (now, index)
             self._first.set()
+
+    @property
+    def started_mono(self) -> float:
+        """time.monotonic() of the recording's first sample: once stopped, from the fitted line;
+        before, from the earliest arrival so far (or when parec started, before any came)."""
+        return self._fit[0] if self._fit is not None else self._started_mono
 
     @property
     def bytes_received(self) -> int:
