@@ -8,7 +8,7 @@ factory, so audio/ never imports PyAudio and tests inject a recording stream.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from edgetts.audio.convert import DeviceFormat
 
@@ -30,6 +30,25 @@ class OutputStreamLike(Protocol):
     def close(self) -> None:
         """Play what was written, then release the device."""
         ...
+
+    # Optional (see :class:`ReportsDelay`): ``delay_s() -> float | None``.
+
+
+@runtime_checkable
+class ReportsDelay(Protocol):
+    """A stream that can tell its delay: the optional part of :class:`OutputStreamLike`."""
+
+    def delay_s(self) -> float | None:
+        """Seconds from now until the next frame written would be heard (what the device has queued);
+        None when it cannot tell right now."""
+        ...
+
+
+def delay_s(stream: OutputStreamLike) -> float | None:
+    """The stream's own delay where it reports one (:class:`ReportsDelay`), else None."""
+    if isinstance(stream, ReportsDelay):
+        return stream.delay_s()
+    return None
 
 
 StreamFactory = Callable[[str | int | None, DeviceFormat, int], OutputStreamLike]

@@ -24,6 +24,8 @@ import numpy as np
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.device import OutputStreamLike, StreamFactory
 from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
+from edgetts.audio.timed import Clocks
+from edgetts.audio.timeline import TimedPlay
 from edgetts.audio.writer import DeviceWriter
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.affinity import pin_audio_thread
@@ -69,6 +71,10 @@ class PlayerReport:
     """On finished/stopped/failed: times the device ran dry during the job (audio.writer)."""
     gap_ms: float = 0.0
     """On finished/stopped/failed: milliseconds it was dry in all."""
+    sync_error_ms: float | None = None
+    """On started of a timed job: estimated error of its first heard sample vs at_unix (ms)."""
+    late_ms: float = 0.0
+    """On started of a timed job: milliseconds of its start skipped to join in step."""
 
 
 class Player:
@@ -80,11 +86,13 @@ class Player:
         report: Callable[[PlayerReport], None],
         *,
         stream_factory: StreamFactory,
+        clocks: Clocks | None = None,
     ) -> None:
         self._settings = settings  # the audio thread's copy
         self._latest = settings  # the caller's: what the next job is converted to
         self._report = report
         self._stream_factory = stream_factory
+        self._clocks = clocks or Clocks()  # for timed jobs (tests simulate them)
         self._jobs: queue.SimpleQueue[PlaybackJob | PlayerSettings | None] = queue.SimpleQueue()
         self._stream: OutputStreamLike | None = None
         self._device_failed: str | None = None
@@ -213,9 +221,11 @@ class Player:
         if stream is None:
             return "stopped", None
         s = self._settings
-        writer = DeviceWriter(stream, fmt.bytes_per_frame, fmt.rate, s.realtime_pacing)
+        writer = DeviceWriter(stream, fmt.bytes_per_frame, fmt.rate, s.realtime_pacing, self._clocks.mono)
         writer_out.append(writer)
         stage = _Stage(job, writer, s, self._report)
+        if job.timed is not None:
+            return TimedPlay(job, stage, writer, stream, s.block_frames, self._clocks).run()
         end: JobEnd | None = None
         generation = job.generation
         while True:
@@ -281,6 +291,10 @@ class _Stage:
         self._started = False
         self.barrier: int | None = None
         """Identity of the held piece's samples: :meth:`take` stops before it."""
+        self.timed = False
+        """A timed job: no lead-in (its silence before the target is exact); `started` says these:"""
+        self.sync_error_ms: float | None = None
+        self.late_ms = 0.0
 
     @property
     def at_barrier(self) -> bool:
@@ -336,9 +350,10 @@ class _Stage:
         if not self._started:
             self._started = True
             job.first_audio_mono = time.monotonic()
-            if self._lead_in:
+            if self._lead_in and not self.timed:
                 self._writer.write(job.converter.silence(self._lead_in))
-            self._report(PlayerReport(job, "started", at_mono=job.first_audio_mono, position=pos))
+            self._report(PlayerReport(job, "started", at_mono=job.first_audio_mono, position=pos,
+                                      sync_error_ms=self.sync_error_ms, late_ms=self.late_ms))
         job.position = pos
         self._writer.write(job.converter.to_bytes(samples, gain, job.gain))
 

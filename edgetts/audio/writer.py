@@ -12,6 +12,7 @@ no underruns.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from edgetts.audio.device import OutputStreamLike
 
@@ -23,8 +24,10 @@ DEFAULT_LATENCY_S = 0.1
 class DeviceWriter:
     """Writes to the stream; paces to real time when the sink does not (ALSA null); counts underruns."""
 
-    def __init__(self, stream: OutputStreamLike, bytes_per_frame: int, rate: int, pace: bool) -> None:
+    def __init__(self, stream: OutputStreamLike, bytes_per_frame: int, rate: int, pace: bool,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._stream = stream
+        self._clock = clock
         self._pace = pace
         self._bpf = bytes_per_frame
         self._rate = float(rate)
@@ -42,14 +45,14 @@ class DeviceWriter:
         """Seconds of audio written and not yet played, by this account."""
         if self._t0 is None:
             return 0.0
-        return max(0.0, self._t0 + self._frames / self._rate - time.monotonic())
+        return max(0.0, self._t0 + self._frames / self._rate - self._clock())
 
     def allow_gap(self) -> None:
         """The next write may come late on purpose (speech held for its lead): no underrun."""
         self._gap_ok = True
 
     def write(self, data: bytes) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if self._t0 is None:
             self._t0, self._frames = now, 0
         else:
@@ -65,7 +68,7 @@ class DeviceWriter:
         if not self._pace:
             return
         # Stay at most ~50 ms ahead of the wall clock, like a real device's buffer.
-        ahead = self._frames / self._rate - (time.monotonic() - self._t0) - 0.05
+        ahead = self._frames / self._rate - (self._clock() - self._t0) - 0.05
         if ahead > 0:
             time.sleep(ahead)
 

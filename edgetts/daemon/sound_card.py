@@ -123,6 +123,32 @@ class OutputStream:
             raise AudioDeviceError(f"cannot open audio device {device!r} at {fmt.rate} Hz: {exc}") from None
         self.latency_s: float = float(self._stream.get_output_latency())
         """The device's buffer latency (seconds): how late the player's underrun count may see a write."""
+        # Room in the device's buffer when nothing is queued: PortAudio's blocking API tells only what
+        # is free (Pa_GetStreamWriteAvailable), so what is queued is the rest.
+        self._capacity = self._write_available()
+        self._rate = fmt.rate
+
+    def _write_available(self) -> int | None:
+        try:
+            return int(self._stream.get_write_available())
+        except (OSError, IOError, ValueError):
+            return None
+
+    def delay_s(self) -> float | None:
+        """Seconds until the next frame written is heard: the frames queued in the device's buffer.
+
+        Through ALSA's pulse plugin (the paced sink) the buffer is the pulse stream's (768 frames at
+        22050 Hz, block 256): what is queued there reaches the null sink's monitor when the server
+        renders it, so this is the delay to the monitor; measured right after a blocking write it
+        varies by 0-6 ms with the server's 10 ms ticks (the timeline takes the earliest).  On a
+        sound card (ALSA hw) it is the ring buffer; the DAC and amplifier beyond it are
+        audio.output_delay_ms.  Behind a sound server on a board (PulseAudio, PipeWire) it is the
+        server's client buffer only: the server's own latency to the card is not in it.
+        """
+        free = self._write_available()
+        if free is None or not self._capacity:
+            return None
+        return max(0, self._capacity - free) / self._rate
 
     def write(self, data: bytes) -> None:
         # Blocking write: callback mode would prepend PortAudio's priming silence (system recipe §2).

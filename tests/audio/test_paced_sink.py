@@ -60,3 +60,35 @@ def test_aplay_is_paced_and_recorded(paced_sink: PacedSink, tmp_path: Path) -> N
     b = tone[rate // 10 - 60: rate // 10 + rate // 2 + 60].astype(np.float64)
     corr = np.correlate(b, a, mode="valid") / (np.linalg.norm(a) * np.linalg.norm(b[60:-60]))
     assert float(np.max(corr)) >= 0.98
+
+
+def test_recordings_map_a_sample_to_unix_time_whatever_parec_buffers(paced_sink: PacedSink, tmp_path: Path) -> None:
+    """Recording.unix_at comes from when samples arrive, fitted to their earliest arrivals: parec's
+    own buffering (5 ms or 200 ms) must not move where a click lands in time (0.24 ms apart here)."""
+    rate = paced_sink.rate
+    click = (np.random.default_rng(2).uniform(-0.3, 0.3, 3000) * 32767).astype(np.int16)
+    wav = tmp_path / "click.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(click.tobytes())
+    recs = [paced_sink.record(latency_ms=ms) for ms in (5, 200)]
+    time.sleep(1.5)  # (the fit leaves a recording's first second out)
+    for _ in range(2):
+        subprocess.run(["aplay", "-q", str(wav)], env={**os.environ, **paced_sink.env}, check=True, timeout=30)
+        time.sleep(0.3)
+    times = []
+    for rec in recs:
+        pcm = rec.stop()
+        loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > 1)
+        starts = [int(loud[0])] + [int(loud[j + 1]) for j in np.flatnonzero(np.diff(loud) > 2000)]
+        assert len(starts) == 2
+        found = []
+        for s0 in starts:
+            seg = pcm[s0 - 200: s0 + 200 + click.size].astype(np.float64)
+            onset = s0 - 200 + int(np.argmax(np.correlate(seg, click.astype(np.float64), mode="valid")))
+            found.append(rec.unix_at(onset))
+        times.append(found)
+    assert np.max(np.abs(np.subtract(times[0], times[1]))) <= 0.001, times
+    assert abs(times[0][0] - time.time()) <= 10.0  # Unix time, not monotonic

@@ -1,0 +1,275 @@
+"""How the audio thread plays a timed job (:mod:`edgetts.audio.timed` says why): the device's clock
+from its measured delay, and the job kept on its timeline."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from edgetts.audio.device import OutputStreamLike, delay_s
+from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
+from edgetts.audio.timed import Clocks
+from edgetts.audio.writer import DeviceWriter
+
+
+class Stage(Protocol):
+    """What the timeline needs of the player's stage (edgetts.audio.player._Stage)."""
+
+    avail: int
+    fade_n: int
+    barrier: int | None
+    timed: bool
+    sync_error_ms: float | None
+    late_ms: float
+
+    def add(self, piece: Piece) -> None: ...
+    def take(self, n: int) -> tuple[np.ndarray, Position, float | np.ndarray]: ...
+    def emit(self, samples: np.ndarray, pos: Position, gain: float | np.ndarray) -> None: ...
+    def drop(self, void: Callable[[Piece], bool]) -> None: ...
+    def fade_out_preempted(self) -> None: ...
+    def play_tail(self, end: JobEnd) -> None: ...
+
+
+#: Measurements of the stream's epoch kept: the earliest of this last span is the estimate.
+WINDOW_S = 1.0
+#: A write that took this long blocked: the device consumes, so its queue says when it plays.
+BLOCKED_S = 0.001
+#: The epoch jumped later by more than this (in three measurements running): the device ran dry
+#: and lost that much of the timeline.  (Pulse's 10 ms ticks make single measurements vary by ~6 ms.)
+JUMP_S = 0.015
+#: How far ahead of real time a stream that never blocks may be written.
+RUN_AHEAD_S = 0.2
+
+
+class DeviceClock:
+    """When the frames written to one stream are heard: ``epoch + frame / rate`` (monotonic)."""
+
+    def __init__(self, stream: OutputStreamLike, rate: int, clocks: Clocks) -> None:
+        self._stream = stream
+        self._rate = float(rate)
+        self._clocks = clocks
+        self.frames = 0
+        """Frames written through this clock."""
+        self._account: float | None = None
+        """Epoch by the writer's own account: what was written is heard back to back."""
+        self._epochs: collections.deque[tuple[float, float]] = collections.deque()
+        self.warm = False
+        """A write blocked: the device consumes, so its queue says when the next frame plays."""
+        self.reports_delay = False
+        self.last_delay: float | None = None
+
+    @property
+    def epoch(self) -> float | None:
+        """The estimate: when frame 0 is (was) heard; None before the first write."""
+        if not self._epochs:
+            return None
+        if not self.warm:
+            return self._epochs[-1][1]  # a stream still filling: only the latest says anything
+        return min(e for _, e in self._epochs)
+
+    def heard_at(self, frame: float) -> float:
+        epoch = self.epoch
+        return (self._clocks.mono() if epoch is None else epoch) + frame / self._rate
+
+    def queued_s(self) -> float:
+        """Seconds until the next frame written would be heard, by the estimate."""
+        return max(0.0, self.heard_at(self.frames) - self._clocks.mono())
+
+    def runs_ahead(self, slack_s: float) -> bool:
+        """A stream that has never blocked is further ahead of real time (by the writer's own account)
+        than it says it has queued, plus ``slack_s``: the ALSA file plugin takes all at once, and
+        must not be handed the whole wait's silence in a moment."""
+        if self.warm or self._account is None:
+            return False
+        ahead = self._account + self.frames / self._rate - self._clocks.mono()
+        return ahead > max(RUN_AHEAD_S, (self.last_delay or 0.0) + slack_s)
+
+    def wrote(self, before: float, frames: int) -> float:
+        """``frames`` were written by a call that began at ``before`` (monotonic): measure; the
+        seconds of timeline the device lost (it ran dry) since the last measurement."""
+        now = self._clocks.mono()
+        earlier = self.frames / self._rate
+        self.frames += frames
+        old = self._account
+        start = before if old is None else max(old + earlier, before)
+        self._account = start - earlier
+        delay = self.last_delay = delay_s(self._stream)
+        if delay is None:  # the account alone: a write after what was written ended found it dry
+            self._add(now, self._account)
+            return 0.0 if old is None else self._account - old
+        self.reports_delay = True
+        if not self.warm and now - before >= BLOCKED_S:
+            self.warm = True  # what came before (the device filling) is no measure
+            self._epochs.clear()
+        return self._add(now, now + delay - self.frames / self._rate)
+
+    def _add(self, now: float, epoch: float) -> float:
+        old = self.epoch
+        self._epochs.append((now, epoch))
+        while len(self._epochs) > 3 and self._epochs[0][0] < now - WINDOW_S:
+            self._epochs.popleft()
+        recent = [e for _, e in list(self._epochs)[-3:]]
+        if old is None or not self.warm or len(recent) < 3 or min(recent) - old <= JUMP_S:
+            return 0.0
+        # Re-based on the measurements after the jump, but for the first: taken while the device
+        # was dry (its queue empty, not yet restarted), it says the restart is earlier than it was.
+        for _ in range(len(self._epochs) - 2):
+            self._epochs.popleft()
+        return min(recent[1:]) - old
+
+
+class TimedPlay:
+    """One timed job's run on the audio thread: silence to the target, then the job on its timeline."""
+
+    def __init__(self, job: PlaybackJob, stage: Stage, writer: DeviceWriter, stream: OutputStreamLike,
+                 block_frames: int, clocks: Clocks) -> None:
+        assert job.timed is not None
+        self._job, self._stage, self._writer = job, stage, writer
+        self._timed = job.timed
+        self._clocks = clocks
+        fmt = job.converter.format
+        self._rate = fmt.rate
+        self._block = block_frames
+        self._clock = DeviceClock(stream, fmt.rate, clocks)
+        self._first: int | None = None
+        """Device frame (as if it never ran dry) of the job's first sample, once fixed."""
+        self._lost = 0
+        """Frames of timeline the device lost running dry."""
+        self._consumed = 0
+        """Job samples written or skipped."""
+        self._in_gap = False
+        stage.barrier = None
+        stage.timed = True
+
+    def run(self) -> tuple[str, str | None]:
+        job, stage = self._job, self._stage
+        end: JobEnd | None = None
+        generation = job.generation
+        while True:
+            if job.stop_requested:
+                stage.fade_out_preempted()
+                return "stopped", None
+            if job.generation != generation:  # a fallback voided speech fed so far
+                stage.drop(job.is_void)
+                generation = job.generation
+            end = self._pull() or end
+            if self._first is None or self._position() < 0:
+                end = self._to_target() or end
+                continue
+            self._skip_past()
+            if end is not None and stage.avail <= self._block + stage.fade_n:
+                # (blocks before the tail go through _emit: each write is measured, so a device that
+                # ran dry is caught up on the timeline)
+                if stage.avail:
+                    self._start_fields()
+                    stage.play_tail(end)
+                return ("failed", end.reason) if end.reason is not None else ("finished", None)
+            if stage.avail >= self._block + stage.fade_n or (end is not None and stage.avail):
+                self._emit(self._block)
+            else:
+                end = self._starving() or end
+
+    @property
+    def _started(self) -> bool:
+        return self._job.first_audio_mono is not None
+
+    def _position(self) -> int:
+        """Where the timeline is: the job sample due at the next frame written (< 0 before the target)."""
+        assert self._first is not None
+        return self._clock.frames + self._lost - self._first
+
+    def _pull(self) -> JobEnd | None:
+        """Every piece that came, without waiting; the end marker if that came."""
+        while True:
+            item = self._job.next_piece(0.0)
+            if item is None:
+                return None
+            if isinstance(item, JobEnd):
+                return item
+            self._stage.add(item)
+
+    def _wait(self, timeout: float) -> JobEnd | None:
+        """Wait up to ``timeout`` for a piece (instead of writing); the end marker if that came."""
+        item = self._job.next_piece(timeout)
+        if isinstance(item, JobEnd):
+            return item
+        if item is not None:
+            self._stage.add(item)
+        return None
+
+    def _silence(self, frames: int) -> JobEnd | None:
+        """Write ``frames`` of silence, unless a stream that never blocks is ahead of real time."""
+        if self._clock.runs_ahead(2 * self._block / self._rate):
+            return self._wait(0.002)
+        before = self._clocks.mono()
+        self._writer.write(self._job.converter.silence(frames))
+        self._note_lost(self._clock.wrote(before, frames))
+        return None
+
+    def _note_lost(self, lost_s: float) -> None:
+        if lost_s > 0:
+            self._lost += round(lost_s * self._rate)
+
+    def _to_target(self) -> JobEnd | None:
+        """Keep the stream running on silence; fix the first sample's frame at the last moment."""
+        block = self._block
+        if self._first is None:
+            if self._clock.epoch is None:
+                return self._silence(block)
+            target = self._clocks.mono_of(self._timed.at_unix) - self._timed.output_delay_s
+            due = round(self._clock.frames + (target - self._clock.heard_at(self._clock.frames)) * self._rate)
+            if due - self._clock.frames > 2 * block:
+                return self._silence(block)
+            self._first = due + self._lost
+            if self._position() >= 0:
+                return None
+        return self._silence(min(block, -self._position()))
+
+    def _skip_past(self) -> None:
+        """Drop the samples in hand whose time has passed (a late join, or after a gap)."""
+        behind = self._position() - self._consumed
+        if behind > 0 and self._stage.avail:
+            got, _, _ = self._stage.take(min(behind, self._stage.avail))
+            self._consumed += got.size
+
+    def _start_fields(self) -> None:
+        """Before the first write of the job's audio: what the `started` report says."""
+        if self._started:
+            return
+        heard = self._clock.heard_at(self._clock.frames) + self._timed.output_delay_s
+        due = self._clocks.mono_of(self._timed.at_unix) + self._consumed / self._rate
+        self._stage.sync_error_ms = (heard - due) * 1000.0
+        self._stage.late_ms = self._consumed / self._rate * 1000.0
+        if not self._job.begin(self._job.generation):  # (held speech counts as begun from here)
+            self._stage.drop(self._job.is_void)
+
+    def _emit(self, n: int) -> None:
+        self._start_fields()
+        samples, pos, gain = self._stage.take(n)
+        before = self._clocks.mono()
+        self._stage.emit(samples, pos, gain)
+        self._consumed += samples.size
+        self._note_lost(self._clock.wrote(before, samples.size))
+        self._in_gap = False
+
+    def _starving(self) -> JobEnd | None:
+        """Not enough audio in hand: wait while the device has enough queued, then keep the timeline
+        with silence (an underrun and a gap once the job has begun: what it stands for is skipped)."""
+        wait = self._clock.queued_s() - (2 * self._block / self._rate + 0.005)
+        if wait > 0:
+            return self._wait(min(0.005, wait))
+        if self._stage.avail:
+            self._emit(min(self._stage.avail, self._block))
+            return None
+        if self._started and not self._clock.runs_ahead(2 * self._block / self._rate):
+            if not self._in_gap:
+                self._writer.underruns += 1
+                self._in_gap = True
+            self._writer.gap_s += self._block / self._rate
+        return self._silence(self._block)
+
+
+__all__ = ["DeviceClock", "Stage", "TimedPlay"]

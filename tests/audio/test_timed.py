@@ -1,0 +1,356 @@
+"""Timed starts (issue 19) on a simulated sound card: exact silence before the first sample, late
+joins and late pieces skipped in step, stop while waiting, untimed jobs as before.
+
+The device (:class:`SimDevice`) is a blocking stream on a simulated clock that the player reads
+through its ``clocks`` seam: it plays ``RATE`` frames a second from its first write, a write
+returns once there is room (advancing the clock), it runs dry if fed too late, and it reports its
+delay as a PortAudio stream does (what is queued) plus a latency of its own; each reading of its
+clock moves it on by 0.2 ms (the player's own time).  Since it knows when
+each frame is heard, a test checks where the player put the samples, to the frame.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from edgetts.audio.convert import DeviceFormat
+from edgetts.audio.job import PlaybackJob
+from edgetts.audio.player import Player, PlayerReport, PlayerSettings
+from edgetts.audio.timed import Clocks, TimedStart
+
+RATE = 22050
+BLOCK = 256
+UNIX_OFFSET = 1_790_000_000.0
+
+
+class SimDevice:
+    """A blocking output stream on a simulated clock (see the module's doc)."""
+
+    def __init__(self, fmt: DeviceFormat, capacity: int = 768, latency_s: float = 0.0) -> None:
+        self.format = fmt
+        self.latency_s = 0.02
+        self._capacity, self._extra = capacity, latency_s
+        self.now = 1000.0
+        self.unix_step = 0.0
+        self.data = bytearray()
+        self.written = 0
+        self._play0: float | None = None  # when frame 0 would be heard had it never run dry
+        self.segments: list[tuple[int, float]] = []
+        """(first frame, when frame 0 is heard) from each (re)start: frame k of a segment is heard at
+        play0 + k / RATE + latency."""
+        self.hooks: list[tuple[float, Callable[[], None]]] = []
+        """(simulated time, action): run by the first write that ends at or after that time."""
+        self.lock = threading.Lock()
+
+    # the player's clocks
+    def mono(self) -> float:
+        # Time passes while the player thinks (and waits for audio) too, not only in writes.
+        self.now += 0.0002
+        return self.now
+
+    def unix(self) -> float:
+        return self.now + UNIX_OFFSET + self.unix_step
+
+    def clocks(self) -> Clocks:
+        return Clocks(mono=self.mono, unix=self.unix)
+
+    def heard_at(self, frame: int) -> float:
+        """Simulated monotonic time frame ``frame`` (of all written) left the device."""
+        start, play0 = next((s, p) for s, p in reversed(self.segments) if s <= frame)
+        return play0 + frame / RATE + self._extra
+
+    def _played(self) -> float:
+        assert self._play0 is not None
+        return min(float(self.written), (self.now - self._play0) * RATE)
+
+    def write(self, data: bytes) -> None:
+        n = len(data) // self.format.bytes_per_frame
+        if self._play0 is None or (self.now - self._play0) * RATE > self.written:
+            self._play0 = self.now - self.written / RATE  # (re)started: the next frame plays now
+            self.segments.append((self.written, self._play0))
+        room_at = self._play0 + (self.written + n - self._capacity) / RATE
+        self.now = max(self.now, room_at)
+        with self.lock:
+            self.data += data
+        self.written += n
+        due = [h for h in self.hooks if h[0] <= self.now]
+        for hook in due:
+            self.hooks.remove(hook)
+            hook[1]()
+
+    def delay_s(self) -> float | None:
+        return (self.written - self._played()) / RATE + self._extra if self._play0 is not None else None
+
+    def drain(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def pcm(self) -> np.ndarray:
+        with self.lock:
+            return np.frombuffer(bytes(self.data), "<i2").copy()
+
+
+def _noise(seconds: float, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-0.5, 0.5, int(round(seconds * RATE))).astype(np.float32)
+
+
+def _ints(audio: np.ndarray) -> np.ndarray:
+    return np.clip(audio * 32767.0, -32767, 32767).astype(np.int16)
+
+
+def _player(device: SimDevice, **settings: object) -> tuple[Player, queue.Queue[PlayerReport]]:
+    reports: queue.Queue[PlayerReport] = queue.Queue()
+    s = PlayerSettings(device="sim", format=device.format, block_frames=BLOCK, **settings)  # type: ignore[arg-type]
+    player = Player(s, reports.put, stream_factory=lambda *_: device, clocks=device.clocks())
+    player.start()
+    return player, reports
+
+
+def _until(reports: queue.Queue[PlayerReport], kind: str, timeout: float = 20.0) -> PlayerReport:
+    while (r := reports.get(timeout=timeout)).kind != kind:
+        pass
+    return r
+
+
+def _aligned(pcm: np.ndarray, start: int, want: np.ndarray, lo: int, hi: int) -> bool:
+    """pcm[start + i] == want[i] for lo <= i < hi."""
+    return bool(np.array_equal(pcm[start + lo: start + hi], want[lo:hi]))
+
+
+def _origin(device: SimDevice, pcm: np.ndarray, want: np.ndarray, lo: int, hi: int, target_mono: float,
+            slack_s: float = 0.0002) -> int:
+    """The frame where ``want`` starts in ``pcm`` (its samples lo..hi there, sample for sample), which
+    must be the frame heard at ``target_mono``: to a sample, plus the 0.2 ms the clocks moved on
+    between the Unix and the monotonic reading that converted the target."""
+    guess = next(k for k in range(device.written) if device.heard_at(k) >= target_mono - 0.5 / RATE)
+    found = [k for k in range(guess - 20, guess + 21) if _aligned(pcm, k, want, lo, hi)]
+    assert len(found) == 1, found
+    assert abs(device.heard_at(found[0]) - target_mono) <= 0.5 / RATE + slack_s
+    return found[0]
+
+
+def _timed_job(player: Player, device: SimDevice, in_s: float, output_delay_s: float = 0.0) -> PlaybackJob:
+    job = PlaybackJob("t", player.converter, 1.0)
+    job.timed = TimedStart(device.unix() + in_s, output_delay_s)
+    return job
+
+
+def test_first_sample_heard_at_the_target_given_the_reported_delay() -> None:
+    device = SimDevice(DeviceFormat(RATE), latency_s=0.0123)
+    player, reports = _player(device, lead_in_ms=200)  # (a timed start has no lead-in)
+    audio = _noise(0.5)
+    try:
+        job = _timed_job(player, device, 0.8, output_delay_s=0.0077)
+        target_unix = job.timed.at_unix  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        # The clock is stepped while the player waits: the target is Unix time as it stands then.
+        device.hooks.append((device.now + 0.3, lambda: setattr(device, "unix_step", 0.1)))
+        player.submit(job)
+        started = _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    pcm = device.pcm()
+    target_mono = target_unix - UNIX_OFFSET - 0.1 - 0.0077  # (stepped clock; the amplifier's delay)
+    fade = int(RATE * 0.005)
+    origin = _origin(device, pcm, _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
+    assert origin > 0.5 * RATE  # the silence before it was written, on a stream kept running
+    assert not np.any(pcm[:origin])
+    assert started.sync_error_ms is not None and abs(started.sync_error_ms) <= 1000.0 / RATE
+    assert started.late_ms == 0.0
+    assert finished.underruns == 0
+
+
+
+
+def test_late_audio_joins_in_step_and_reports_what_it_skipped() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=2)
+    try:
+        job = _timed_job(player, device, 0.5)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+
+        def arrive() -> None:
+            job.feed(audio, RATE, (0, 0), speech=True)
+            job.end()
+
+        device.hooks.append((target_mono + 0.3, arrive))
+        player.submit(job)
+        started = _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    pcm = device.pcm()
+    want = _ints(audio)
+    joined = int(np.flatnonzero(pcm)[0]) - 1  # (the fade-in's first sample is 0)
+    fade = int(RATE * 0.005)
+    # every sample after the join's fade-in is at its place on the timeline that began at the target
+    origin = _origin(device, pcm, want, int(0.45 * RATE), want.size - fade, target_mono)
+    assert _aligned(pcm, origin, want, joined - origin + fade + 1, want.size - fade)
+    skipped = joined - origin
+    assert abs(started.late_ms - skipped * 1000.0 / RATE) <= 1e-6
+    assert 300.0 <= started.late_ms <= 300.0 + 3 * 1000.0 * BLOCK / RATE + 40.0  # (+ the device's queue)
+    assert finished.underruns == 0
+    assert started.sync_error_ms is not None and abs(started.sync_error_ms) <= 1000.0 / RATE
+
+
+def test_a_late_piece_mid_job_is_skipped_by_what_its_time_passed_and_counted() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    a, b = _noise(0.4, seed=3), _noise(0.6, seed=4)
+    try:
+        job = _timed_job(player, device, 0.3)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(a, RATE, (0, 0), speech=True)
+
+        def arrive() -> None:
+            job.feed(b, RATE, (0, 1), speech=True)
+            job.end()
+
+        device.hooks.append((target_mono + 0.4 + 0.15, arrive))  # 150 ms after a's end was heard
+        player.submit(job)
+        started = _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    pcm = device.pcm()
+    want = _ints(np.concatenate([a, b]))
+    fade = int(RATE * 0.005)
+    assert started.late_ms == 0.0
+    origin = _origin(device, pcm, want, fade + 1, a.size, target_mono)  # a, on time
+    loud = np.flatnonzero(pcm[origin + a.size:])
+    resumed = a.size + int(loud[0])
+    assert resumed >= a.size + int(0.15 * RATE)  # b's start, whose time had passed, was skipped
+    assert _aligned(pcm, origin, want, resumed, want.size - fade)  # the rest of b in step
+    assert finished.underruns == 1
+    gap = (resumed - a.size) * 1000.0 / RATE
+    assert abs(finished.gap_ms - gap) <= 1000.0 * BLOCK / RATE + 1.0
+
+
+def test_stop_while_waiting_ends_the_job_at_once() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device, close_idle_s=0.05)
+    try:
+        job = _timed_job(player, device, 10_000.0)  # far beyond close_idle_s
+        job.feed(_noise(0.3), RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        time.sleep(0.3)
+        assert device.written > 0  # the stream runs on silence: not closed idle
+        job.stop()
+        stopped = reports.get(timeout=5)
+    finally:
+        player.close()
+    assert stopped.kind == "stopped"
+    assert not np.any(device.pcm())
+
+
+def test_untimed_jobs_play_as_before() -> None:
+    audio = _noise(0.3, seed=5)
+    outputs = []
+    for with_delay in (False, True):
+        device = SimDevice(DeviceFormat(RATE))
+        if not with_delay:
+            device.delay_s = lambda: None  # type: ignore[method-assign]
+        player, reports = _player(device, lead_in_ms=10)
+        try:
+            job = PlaybackJob("u", player.converter, 0.8)
+            job.feed(audio, RATE, (0, 0), speech=True)
+            job.end()
+            player.submit(job)
+            started = _until(reports, "started")
+            _until(reports, "finished")
+        finally:
+            player.close()
+        assert started.sync_error_ms is None and started.late_ms == 0.0
+        outputs.append(device.pcm())
+    lead = int(RATE * 0.010)
+    assert np.array_equal(outputs[0], outputs[1])
+    assert not np.any(outputs[0][:lead]) and np.any(outputs[0][lead: lead + 10])
+    assert outputs[0].size == lead + audio.size
+
+
+def test_a_device_that_ran_dry_is_caught_up_on_the_timeline() -> None:
+    """The audio thread stalls 100 ms mid-job (the device runs dry and restarts later): the player
+    sees its measured delay jump, counts the underrun, and skips what the stall cost, so the rest
+    is heard at its time again (not 65 ms behind the other boards)."""
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=6)
+    try:
+        job = _timed_job(player, device, 0.3)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        device.hooks.append((target_mono + 0.3, lambda: setattr(device, "now", device.now + 0.1)))
+        player.submit(job)
+        _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    assert len(device.segments) == 2  # it did run dry once
+    pcm, want = device.pcm(), _ints(audio)
+    restart = device.segments[1][0]
+    fade = int(RATE * 0.005)
+    origin = _origin(device, pcm, want, fade + 1, int(0.25 * RATE), target_mono)  # (before the stall)
+    # Heard times against the timeline: each frame's sample is the one due when it is heard.
+    frames = np.arange(restart + 6 * BLOCK, restart + int(0.5 * RATE))
+    due = np.rint([(device.heard_at(int(f)) - device.heard_at(origin)) * RATE for f in frames]).astype(int)
+    assert np.array_equal(pcm[frames], want[due])
+    assert finished.underruns == 1
+
+
+def test_a_job_that_reaches_the_player_after_its_target_joins_in_step() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=7)
+    try:
+        job = _timed_job(player, device, -0.2)  # its time came before the player got it
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        started = _until(reports, "started")
+        _until(reports, "finished")
+    finally:
+        player.close()
+    pcm, want = device.pcm(), _ints(audio)
+    fade = int(RATE * 0.005)
+    joined = int(np.flatnonzero(pcm)[0]) - 1  # (the fade-in's first sample is 0)
+    # (the timeline began before the stream did: frame 0 is heard 200 ms after the target)
+    skipped = int(round(started.late_ms * RATE / 1000.0))
+    assert 200.0 <= started.late_ms <= 200.0 + 1000.0 * 3 * BLOCK / RATE + 1.0
+    assert _aligned(pcm, joined - skipped, want, skipped + fade + 1, want.size - fade)
+    assert abs(device.heard_at(joined) - (target_mono + skipped / RATE)) <= 0.5 / RATE + 0.0002
+
+
+def test_a_stream_that_reports_no_delay_is_timed_by_the_writers_account() -> None:
+    device = SimDevice(DeviceFormat(RATE))
+    device.delay_s = lambda: None  # type: ignore[method-assign]
+    player, reports = _player(device)
+    audio = _noise(0.3, seed=8)
+    try:
+        job = _timed_job(player, device, 0.4)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        started = _until(reports, "started")
+        _until(reports, "finished")
+    finally:
+        player.close()
+    fade = int(RATE * 0.005)
+    # (this device plays from its first write, as the account assumes: the start is exact, but for
+    # the clock's two ticks between the account's reading before the write and the device's)
+    origin = _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono, 0.0004 + 1e-6)
+    assert not np.any(device.pcm()[:origin])
+    assert started.late_ms == 0.0
