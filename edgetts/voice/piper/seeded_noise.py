@@ -9,14 +9,17 @@ of (``noise_seed``, the node's number, the position), computed with exact int64 
 every machine computes the same integers.
 
 The hash works modulo the prime P = 2147483579 (< 2^31, P = 2 mod 3, so cubing permutes the
-residues): three rounds of ``x -> (x + c)^3 mod P`` (MiMC-like; every product < 2^62, nothing
-overflows int64).  Position (row, t), where t is the index along the last axis and the row the
-index of everything before it, is hashed as ``F(F(k + t) + F(k' + row))``: the draw at a
-position does not depend on the tensor's length (a sentence's first frames get the same noise
-whatever follows), and rows are not shifted copies of each other.  Uniforms are
-``(2h + 1) / 2P``, in (0, 1) and never 0; normals are Box-Muller, in float64 (IEEE division,
-log, sqrt and cos, rounded once to the node's dtype).  Measured on 10^6 draws: mean, standard
-deviation, KS, lag-1, neighbour-seed and neighbour-node correlations all as for true randomness.
+residues): F is three rounds of ``x -> (x + c)^3 mod P`` (MiMC-like; every product < 2^62,
+nothing overflows int64).  The seed's key is F of its three 21-bit parts in turn; each node and
+use gets its own key from it.  Position (row, t), where t is the index along the last axis and
+the row the index of everything before it, is ``(F(k + t) + F(k' + row))^3 mod P``: the draw
+at a position does not depend on the tensor's length (a sentence's first frames get the same
+noise whatever follows), rows are not shifted copies of each other, and the per-element work
+is one cube (F runs over the rows and the columns only).  Uniforms are ``(2h + 1) / 2P``, in
+(0, 1) and never 0; normals are Box-Muller with both values of each pair (positions 2j and
+2j + 1), in float64 (IEEE division, log, sqrt, cos and sin, rounded once to the node's dtype).
+Measured on 576,000 draws (tests/voice/test_seeded_noise.py): mean, standard deviation, KS,
+tails, lag-1, neighbour-row and other-seed correlations as for true randomness.
 """
 
 from __future__ import annotations
@@ -175,7 +178,7 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 def _replacement(b: _Builder, node: Any, number: int) -> None:
-    """Nodes computing ``node``'s output from ``seed``, appended to ``b.nodes``."""
+    """Nodes computing ``node``'s output from ``noise_seed``, appended to ``b.nodes``."""
     attrs = _attrs(node)
     like = node.op_type.endswith("Like")
     if like:
@@ -256,7 +259,3 @@ def add_seeded_noise(model: Any) -> int:
     graph.input.append(helper.make_tensor_value_info(NOISE_SEED_INPUT, TensorProto.INT64, [1]))
     return number
 
-
-def has_seed_input(session: Any) -> bool:
-    """Whether an onnxruntime session takes ``noise_seed``."""
-    return any(i.name == NOISE_SEED_INPUT for i in session.get_inputs())
