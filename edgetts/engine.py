@@ -39,6 +39,13 @@ class SynthesisConfig:
     normalize_audio: bool = True
     """Scale each sentence to full scale before ``volume`` (what piper-tts does)."""
 
+    seed: int | None = None
+    """Noise seed (issue 19): None = fresh random noise on every run (speech varies a little, as
+    ever); an int (taken modulo 2^63) = deterministic: each sentence's noise is drawn from
+    (seed, its sentence index) only, so the same voice, text and settings give the same samples
+    on every run and every board (edgetts.voice.piper.seeded_noise).  Ignored by the AR voice
+    (edgetts.voice.ar), whose sampling has its own settings, and by graphs that draw no noise."""
+
 
 @dataclass(frozen=True)
 class AudioChunk:

@@ -98,10 +98,18 @@ def voice_hash(voice: Any) -> str:
 
 def cache_key(voice_name: str, voice_digest: str, normalised_text: str, settings: SynthesisConfig,
               extra: str = "") -> str:
-    """The entry name of one phrase; ``extra`` = anything else the audio depends on (the lexicon)."""
+    """The entry name of one phrase; ``extra`` = anything else the audio depends on (the lexicon).
+
+    A seeded phrase (``settings.seed``, issue 19) has the seed in its key, so a seeded lookup
+    never finds unseeded audio (a random draw another board did not make) nor the other way
+    round; an unseeded phrase's key leaves the field out, so entries written before seeds
+    existed are still found."""
+    fields = asdict(settings)
+    if fields["seed"] is None:
+        del fields["seed"]
     blob = json.dumps(
         {"v": FORMAT_VERSION, "voice": voice_name, "hash": voice_digest, "text": normalised_text,
-         "settings": asdict(settings), "extra": extra},
+         "settings": fields, "extra": extra},
         sort_keys=True, ensure_ascii=False,
     )
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -65,8 +65,9 @@ def _family(model: Path) -> str:
     return f"{model.name.removesuffix('.onnx')}-{checksum(str(model.resolve()))[:8]}-"
 
 
-def cache_key(model: Path, ort_version: str, optimization: str) -> str:
-    """A name for the optimised form of ``model`` on this machine."""
+def cache_key(model: Path, ort_version: str, optimization: str, variant: str = "") -> str:
+    """A name for the optimised form of ``model`` on this machine (``variant``: of its graph as
+    changed by a transform, e.g. seeded noise; "" = the file's own graph)."""
     stat = model.stat()
     identity = "\n".join(
         [
@@ -76,6 +77,7 @@ def cache_key(model: Path, ort_version: str, optimization: str) -> str:
             optimization,
             platform.machine(),
             _cpu_identity(),
+            *([variant] if variant else []),
         ]
     )
     return f"{_family(model)}{checksum(identity)}.onnx"

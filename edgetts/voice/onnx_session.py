@@ -232,9 +232,26 @@ def return_free_heap() -> None:
         trim(0)
 
 
-def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.InferenceSession:
+@dataclass(frozen=True)
+class GraphTransform:
+    """A change made to a model's graph before it runs (edgetts.voice.piper.seeded_model)."""
+
+    tag: str
+    """Part of the optimised-model cache key: a changed transform makes its entries anew."""
+    apply: Callable[[Path], bytes | None]
+    """The changed graph, serialised; None = the file runs as it is."""
+
+
+def _source(model: Path, transform: GraphTransform | None) -> str | bytes:
+    changed = None if transform is None else transform.apply(model)
+    return str(model) if changed is None else changed
+
+
+def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path,
+                 transform: GraphTransform | None) -> ort.InferenceSession:
     """Load the optimised form of ``model`` from ``cache_dir``, making it on first use."""
-    cached = cache_dir / cache_key(model, ort.__version__, options.optimization)
+    variant = "" if transform is None else transform.tag
+    cached = cache_dir / cache_key(model, ort.__version__, options.optimization, variant)
     if cached.is_file():
         so = session_options(replace(options, optimization="disable"))
         try:
@@ -245,7 +262,8 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.I
     partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
     so = session_options(options)
     so.optimized_model_filepath = str(partial)
-    session = _new_session(str(model), so)
+    source = _source(model, transform)
+    session = _new_session(source, so)
     try:
         partial.replace(cached)  # atomic: another process never sees half a file
     except OSError as err:
@@ -253,11 +271,14 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path) -> ort.I
         partial.unlink(missing_ok=True)
     for stale in stale_entries(cache_dir, model, cached.name):
         stale.unlink(missing_ok=True)
-    if options.lock and cached.is_file():
+    if (options.lock or isinstance(source, bytes)) and cached.is_file():
         # Locked weights must be the ones of the file onnxruntime loads (names and
-        # layout of the optimised graph): load the entry just written, locked.
-        del session
-        return _new_session(str(cached), session_options(replace(options, optimization="disable")), lock=True)
+        # layout of the optimised graph): load the entry just written, locked.  A session
+        # made from bytes keeps them for good (onnxruntime's InferenceSession holds its
+        # model bytes: 75 MB of RSS more after a cold load of the seeded joe voice).
+        del session, source
+        return _new_session(str(cached), session_options(replace(options, optimization="disable")),
+                            lock=options.lock)
     return session
 
 
@@ -266,11 +287,13 @@ def create_session(
     options: RuntimeOptions,
     *,
     cache_dir: Path | None = None,
+    transform: GraphTransform | None = None,
 ) -> ort.InferenceSession:
     """Load an ONNX model on the CPU; any failure becomes a one-line :class:`VoiceError`.
 
     With ``cache_dir`` (a writable directory), the graph-optimised model is
     kept there and later loads skip the optimisation (see :mod:`.model_cache`).
+    ``transform`` (a model file only) changes the graph first; the cache keeps the changed form.
     """
     what = str(model) if isinstance(model, Path) else "model bytes"
     try:
@@ -279,8 +302,10 @@ def create_session(
         if isinstance(model, Path) and options.optimization != "disable":
             usable = prepare_dir(cache_dir)
             if usable is not None:
-                return _load_cached(model, options, usable)
-        source: str | bytes = str(model) if isinstance(model, Path) else model
+                return _load_cached(model, options, usable, transform)
+        source = _source(model, transform) if isinstance(model, Path) else model
+        if options.lock and isinstance(source, bytes) and isinstance(model, Path):
+            _LOGGER.warning("%s: weights not locked: a changed graph is locked only from the model cache", model)
         return _new_session(source, session_options(options), lock=options.lock)
     except FileNotFoundError as err:
         raise VoiceError(f"voice model not found: {what}") from err

@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from edgetts.voice.piper.seeded_noise import VERSION as SEEDED_NOISE_VERSION
+from edgetts.voice.piper.seeded_noise import add_seeded_noise, seed_feed
 from edgetts.voice.piper.streaming import Latent, decode_windows
 from edgetts.voice.piper.windows import plan_windows
 
-SPLIT_VERSION = "2"
-"""Bump when the split changes: older cached splits are then rebuilt."""
+SPLIT_VERSION = f"3.{SEEDED_NOISE_VERSION}"
+"""Bump when the split changes: older cached splits are then rebuilt (3: the front's noise is
+seeded, issue 19; the seeded generator's own version follows the dot)."""
 
 # Ops that act on each frame's neighbourhood only (or on channels), so running
 # them on a window of frames gives the same values in the window's middle.
@@ -183,13 +186,17 @@ def split_model(
     """Split ``model_path`` (models as bytes) or raise :class:`SplitError`.
 
     ``check_feeds``: model inputs of real sentences (noise 0); the first
-    checks the split, all of them measure the streaming gain.
+    checks the split, all of them measure the streaming gain.  The graph's noise is seeded
+    first (:mod:`.seeded_noise`: the front takes ``noise_seed``); SeededNoiseError passes up.
     """
     try:
         import onnx
     except ImportError as err:  # pragma: no cover - onnx is a dependency
         raise SplitError("the onnx package is not installed") from err
     model = onnx.load(str(model_path))
+    if add_seeded_noise(model):
+        # Noise 0: the seed changes nothing the check sees, but the front needs the input.
+        check_feeds = [dict(feeds, noise_seed=seed_feed(0)) for feeds in check_feeds]
     states = _find_cut(model)
     out_name = model.graph.output[0].name
     # Duration candidates: VITS rounds each phoneme's length in frames up (w_ceil).

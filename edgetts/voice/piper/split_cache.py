@@ -24,6 +24,7 @@ from edgetts.errors import VoiceError
 from edgetts.voice.model_cache import checksum, prepare_dir
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
 from edgetts.voice.piper.graph_split import SPLIT_VERSION, MakeSession, SplitError, SplitModels, split_model
+from edgetts.voice.piper.seeded_noise import SeededNoiseError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ def load_split(
         split = split_model(model_path, check_feeds(), make_session, margin=margin, flow_margin=flow_margin)
     except SplitError:
         raise
+    except SeededNoiseError as err:
+        raise VoiceError(f"{model_path}: cannot seed the voice's noise: {err}") from err
     except Exception as err:  # onnx / onnxruntime on a graph the split did not foresee: speak whole sentences
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise SplitError(f"cannot split the graph: {first}") from err

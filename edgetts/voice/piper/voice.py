@@ -30,6 +30,8 @@ from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Item, Shape, Windows, lead_s, plan_text
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
+from edgetts.voice.piper.seeded_model import SEEDED_NOISE
+from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, at_sentence, seed_feed
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.split_cache import open_split
 from edgetts.voice.piper.streaming import Latent, decode_windows
@@ -82,6 +84,7 @@ class PiperVoice:
         if config.num_speakers > 1 and "sid" not in inputs:
             raise VoiceError(f"{model_path}: config has {config.num_speakers} speakers but no 'sid' input")
         self._has_sid = "sid" in inputs
+        self._seeded = NOISE_SEED_INPUT in inputs
         self.speed = SpeedModel()
         """What this voice's runs cost on this machine, learned as they run (issue 14)."""
 
@@ -127,7 +130,7 @@ class PiperVoice:
                 return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
                                   flow_session=flow, streaming=options, max_sentence_ids=max_sentence_ids,
                                   runtime=runtime)
-        session = create_session(model_path, runtime, cache_dir=cache_dir)
+        session = create_session(model_path, runtime, cache_dir=cache_dir, transform=SEEDED_NOISE)
         _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
         return PiperVoice(voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids,
                           runtime=runtime)
@@ -182,6 +185,8 @@ class PiperVoice:
         sid = self._speaker(config)
         if sid is not None:
             feeds["sid"] = sid
+        if self._seeded:
+            feeds[NOISE_SEED_INPUT] = seed_feed(config.seed)
         return feeds
 
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
@@ -352,6 +357,7 @@ class PiperVoice:
     ) -> Iterator[AudioChunk]:
         """The chunks of one sentence: its ``windows`` (streamed) or the whole of it (None)."""
         ids = self.frontend.phoneme_ids(sentence.phonemes)
+        config = at_sentence(config, index)
         if sentence.rate != 1.0 or sentence.volume != 1.0:
             length = config.length_scale if config.length_scale is not None else self.config.length_scale
             config = replace(config, length_scale=length / sentence.rate, volume=config.volume * sentence.volume)
