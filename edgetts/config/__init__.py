@@ -23,6 +23,7 @@ from edgetts.config.sections import (
     VoiceModelSettings,
     VoiceSettings,
 )
+from edgetts.config.sync import SyncSettings
 
 __all__ = [
     "DEFAULT_CONFIG_PATH",
@@ -40,6 +41,7 @@ __all__ = [
     "LoudnessSettings",
     "MqttSettings",
     "QueueSettings",
+    "SyncSettings",
     "TlsSettings",
     "VoiceModelSettings",
     "VoiceSettings",

@@ -25,6 +25,7 @@ from edgetts.config.sections import (
     VoiceModelSettings,
     VoiceSettings,
 )
+from edgetts.config.sync import SyncSettings
 from edgetts.runtime.settings import CpuSettings, KeepaliveSettings, MemorySettings
 from edgetts.text.lexicon import Lexicon
 from edgetts.text.normalize import NormalizeOptions
@@ -62,6 +63,8 @@ class Config:
     """MQTT discovery for Home Assistant (read at start-up only)."""
     http: HttpSettings = field(default_factory=HttpSettings)
     """The operator's console and JSON API (issue 18; off by default; a change needs a restart)."""
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    """Synchronized zone announcements (issue 19)."""
 
     def validate(self) -> None:
         try:
@@ -74,6 +77,9 @@ class Config:
             if name == self.voice.name:
                 raise FieldError(("voices", name), "same name as voice/name")
         self._check_degrade_to()
+        for i, group in enumerate(self.sync.groups):
+            if group not in self.device.groups:
+                raise FieldError(("sync", "groups", str(i)), f"{group!r} is not one of device.groups")
 
     def _check_degrade_to(self) -> None:
         """Each voice's degrade_to is another configured voice or a path to an .onnx file."""

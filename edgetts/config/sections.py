@@ -62,6 +62,11 @@ class AudioSettings:
     realtime_pacing: bool = False
     """Pace writes to real time; only for sinks that do not block (ALSA null/file plugin)."""
 
+    output_delay_ms: float = 0.0
+    """What the sound card cannot report: milliseconds from the samples leaving the device to the
+    sound leaving the speaker (DAC, amplifier, a DSP); added to the device's delay when an
+    announcement plays at its `play_at` (issue 19)."""
+
     def validate(self) -> None:
         if isinstance(self.device, int) and self.device < 0:
             raise FieldError(("device",), "a device index is >= 0")
@@ -79,6 +84,8 @@ class AudioSettings:
             raise FieldError(("volume",), "must be 0-1")
         if self.close_idle_s < 0:
             raise FieldError(("close_idle_s",), "must be >= 0")
+        if not 0.0 <= self.output_delay_ms <= 2000.0:
+            raise FieldError(("output_delay_ms",), "must be 0-2000")
         if not 0 < self.reopen_min_s <= self.reopen_max_s:
             raise FieldError(("reopen_min_s",), "need 0 < reopen_min_s <= reopen_max_s")
 

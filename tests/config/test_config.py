@@ -71,7 +71,7 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         "F:6 audio/lead_in_ms: expected an integer, got 'soon'",
         "F:8 queue/default_priority: expected one of 'emergency', 'high', 'normal', 'low', got 'urgent'",
         "F:9 bogus: unknown section (known: audio, cache, clips, cpu, device, fallback, homeassistant, http, "
-        "keepalive, lexicon, logging, loudness, memory, mqtt, normalize, queue, voice, voices, wyoming)",
+        "keepalive, lexicon, logging, loudness, memory, mqtt, normalize, queue, sync, voice, voices, wyoming)",
     ]
 
 
