@@ -48,8 +48,8 @@ MAX_DEADLINE_MS = 600000
 """Largest `deadline_ms`, in an announcement and in the config's fallback section (10 minutes)."""
 
 DegradedWhat = Literal[
-    "audio", "audio_thread", "cache", "clips", "config", "cpu", "homeassistant", "http", "memory", "mqtt", "speed",
-    "state", "voice", "wyoming",
+    "audio", "audio_thread", "cache", "clips", "clock", "config", "cpu", "homeassistant", "http", "memory", "mqtt",
+    "speed", "state", "voice", "wyoming",
 ]
 DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
 """`what` of an entry in a status's `degraded` list: the part not working as configured."""

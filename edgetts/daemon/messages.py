@@ -27,8 +27,12 @@ from edgetts.vocabulary import (
 
 _ANNOUNCEMENT_KEYS = frozenset(
     ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
-     "interrupt", "fallback", "deadline_ms")
+     "interrupt", "fallback", "deadline_ms", "play_at")
 )
+
+MAX_PLAY_AT_OFFSET_S = 3600.0
+"""`play_at` further than this from receipt, either way, is refused: most likely milliseconds
+where seconds were meant, or a clock far off; a past one within it joins late in step (issue 19)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,9 @@ class Announcement:
     deadline_ms: int | None = None
     """Milliseconds to the first speech audio before the fallback plays; None = fallback/deadline_ms."""
 
+    play_at: float | None = None
+    """Unix seconds at which its first sample leaves the speaker (synchronized zones, issue 19)."""
+
     @classmethod
     def from_payload(
         cls,
@@ -209,7 +216,7 @@ class Announcement:
         return cls(
             id=ident, text=text, clip=clip, priority=priority, expires_at=expires_at, voice=voice,
             volume=volume, chime=_clip_name(obj, "chime"), repeat=repeat, interrupt=interrupt,
-            fallback=_clip_name(obj, "fallback"), deadline_ms=deadline,
+            fallback=_clip_name(obj, "fallback"), deadline_ms=deadline, play_at=_play_at(obj, now),
         )
 
     def to_payload(self) -> bytes:
@@ -220,7 +227,7 @@ class Announcement:
         if self.clip is not None:
             obj["clip"] = self.clip
         obj["priority"] = self.priority
-        for key in ("expires_at", "voice", "chime", "fallback", "deadline_ms"):
+        for key in ("expires_at", "voice", "chime", "fallback", "deadline_ms", "play_at"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         if self.volume != 1.0:
@@ -234,6 +241,15 @@ class Announcement:
     @property
     def rank(self) -> int:
         return priority_rank(self.priority)
+
+
+def _play_at(obj: dict[str, Any], now: float) -> float | None:
+    play_at = _number(obj, "play_at")
+    if play_at is not None and abs(play_at - now) > MAX_PLAY_AT_OFFSET_S:
+        raise PayloadError(
+            f"play_at {play_at:.3f} is {play_at - now:+.0f} s from now: Unix seconds within an hour are "
+            "expected (not milliseconds)")
+    return play_at
 
 
 def _check_text(text: str, limits: AnnounceLimits) -> str:
@@ -281,13 +297,22 @@ class Event:
     timing_ms: dict[str, float] | None = None
     """On `started`: where ``latency_ms`` went, ms per hop in order (edgetts.daemon.hops.HOPS)."""
 
+    sync_error_ms: float | None = None
+    """On `started` of an announcement with `play_at`: the estimated error of its first sample
+    against `play_at` (this board's account: its clock, its device's delay), ms (issue 19)."""
+
+    late_ms: float | None = None
+    """On `started`: ms of its start skipped because its audio was not ready at `play_at` (it joined
+    late, in step with the other speakers)."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached", "timing_ms", "underruns", "gap_ms", "voice", "variant"):
+        for key in ("clip", "detail", "cached", "timing_ms", "underruns", "gap_ms", "voice", "variant",
+                    "sync_error_ms", "late_ms"):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -302,10 +327,15 @@ class Event:
             id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
             latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
             detail=obj.get("detail"), cached=obj.get("cached"), voice=obj.get("voice"),
-            variant=obj.get("variant"),
+            variant=obj.get("variant"), sync_error_ms=_opt_float(obj.get("sync_error_ms")),
+            late_ms=_opt_float(obj.get("late_ms")),
             underruns=None if underruns is None else int(underruns), gap_ms=None if gap is None else float(gap),
             timing_ms=None if obj.get("timing_ms") is None else {k: float(v) for k, v in obj["timing_ms"].items()},
         )
 
 
-__all__ = ["AnnounceLimits", "Announcement", "Event", "PayloadError"]
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+__all__ = ["MAX_PLAY_AT_OFFSET_S", "AnnounceLimits", "Announcement", "Event", "PayloadError"]

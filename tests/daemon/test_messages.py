@@ -23,6 +23,7 @@ SAMPLES = {
         Announcement(id="b", clip="door-bell_2", priority="emergency", expires_at=1.7e9 + 0.5,
                      voice="fr", volume=0.25, chime="ding", repeat=3, interrupt=True),
         Announcement(id="c", text="Fire in hall B.", fallback="fire_alarm", deadline_ms=1500),
+        Announcement(id="s", text="The train is arriving.", play_at=1200.25),  # issue 19 (now=0 below)
     ],
     Event: [
         Event(id="a", event="queued", ts=1700000000.125),
@@ -35,6 +36,8 @@ SAMPLES = {
         Event(id="z", event="finished", ts=5.0, underruns=0, gap_ms=0.0),
         Event(id="d", event="started", ts=4.0, latency_ms=80.0, voice="default", variant="fast",
               reason="voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80: ..."),
+        Event(id="s", event="started", ts=6.0, latency_ms=1500.0, sync_error_ms=-0.42, late_ms=310.5,
+              detail="clock not synchronized: ..."),
     ],
     Status: [
         Status(state="online", version="0.1.0", voice="en_US-joe-medium", queue_depth=3,

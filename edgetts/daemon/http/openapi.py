@@ -41,6 +41,7 @@ _SCHEMAS: dict[str, Any] = {
                          "interrupt": {"type": "boolean"}, "ttl": {"type": "number"},
                          "expires_at": {"type": "number"}, "fallback": {"type": "string"},
                          "deadline_ms": {"type": "integer"},
+                         "play_at": {"type": "number", "description": "Unix seconds: synchronized start"},
                          "zone": {"type": "string", "description": "device (default) | all | group:<name>"}}},
     "Login": {"type": "object", "required": ["password"], "properties": {"password": {"type": "string"}}},
     "Tts": {"type": "object", "required": ["text"], "properties": {
