@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from edgetts.config import Config
+from edgetts.daemon import sync
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.control import Verdict
 from edgetts.daemon.events import Events
@@ -132,7 +133,8 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
     entry = Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                  received_mono=msg.received_mono, prepared=text, hops=hops, audio=msg.audio)
+                  received_mono=msg.received_mono, prepared=text, hops=hops, audio=msg.audio,
+                  play_at=sync.play_at(ann, msg.topic, msg.received_at, assets.config))
     return _offer(entry, now, scheduler, events, lambda reason: tell(msg, Verdict(ann.id, reason is None, reason)))
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport
+from edgetts.audio.timed import TimedStart
+from edgetts.daemon import sync
 from edgetts.daemon.admission import preempts
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
@@ -31,8 +33,13 @@ from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
 from edgetts.daemon.source import Recorded, Synthesis, Unplayable, choose_source, feed_audio, prepared_text
 from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest
+from edgetts.runtime.clock import clock_health
 
 _LOGGER = logging.getLogger(__name__)
+
+SYNC_CLIP_MARGIN_S = 0.1
+"""sync.late `fallback`: the clip takes over this long before `play_at` (the loop's checks come
+this often at least), so it is in hand when the first sample is due."""
 
 
 # ----------------------------------------------------------------- play-out
@@ -54,6 +61,8 @@ class Running:
     """`voice`, and `variant` with its `reason`, of the `started` event of synthesized speech."""
     cancelled: str | None = None
     """Stopped or cancelled by a control message (edgetts.daemon.control): its `cancelled` reason."""
+    clock: str | None = None
+    """A synchronized one on a board whose clock is not synchronized: why (its `started` detail)."""
 
 
 class Playout:
@@ -121,6 +130,9 @@ class Playout:
         chime = assets.clips.get(ann.chime) if ann.chime else None
         job = PlaybackJob(entry, self.player.converter, assets.config.audio.volume * ann.volume)
         running = Running(entry, job)
+        if entry.play_at is not None:
+            job.timed = TimedStart(entry.play_at, assets.config.audio.output_delay_ms / 1000.0)
+            running.clock = self._clock_checked()
         self._running[job] = running
         self.current = running
         self.player.submit(job)
@@ -147,19 +159,44 @@ class Playout:
         if source.variant is not None:
             running.spoken.update(variant=source.variant[0], reason=source.variant[1])
         if source.fallback is not None:
-            deadline_ms = ann.deadline_ms or assets.config.fallback.deadline_ms
-            running.deadline_mono = time.monotonic() + deadline_ms / 1000.0
+            running.deadline_mono = self._deadline(entry, assets)
         self._synth.submit(SynthRequest(
             job=running.job, voice=source.voice, text=source.text, config=source.config, chime=chime,
             repeat=ann.repeat, start=(entry.repeats_done, entry.resume_sentence), fallback=source.fallback,
             gain=source.gain, cache=assets.cache, cache_key=source.cache_key, speed_key=source.speed_key,
-            hops=entry.hops,
+            hops=entry.hops, whole=source.whole,
         ))
+
+    @staticmethod
+    def _deadline(entry: Entry, assets: Assets) -> float | None:
+        """Monotonic time the first speech must be there by, else the fallback clip plays.
+
+        A synchronized announcement (sync.late `join`) has none: late, it joins the other speakers
+        in step; with `fallback`, its clip stands in when the speech is not there shortly before
+        `play_at` (the clip then starts at `play_at` itself)."""
+        now = time.monotonic()
+        if entry.play_at is None:
+            deadline_ms = entry.announcement.deadline_ms or assets.config.fallback.deadline_ms
+            return now + deadline_ms / 1000.0
+        if assets.config.sync.late != "fallback":
+            return None
+        return now + max(0.0, entry.play_at - time.time() - SYNC_CLIP_MARGIN_S)
+
+    def _clock_checked(self) -> str | None:
+        """The clock's problem for a synchronized announcement (also in `degraded`), or None."""
+        problem = sync.clock_problem(clock_health())
+        if problem is None:
+            self._health.clear("clock")
+        else:
+            self._health.set("clock", problem)
+        return problem
 
     def prefetch_next(self) -> None:
         """Have the synthesis thread start on the first sentence of the next queued announcement."""
         nxt = self._scheduler.peek()
         if nxt is None or nxt.announcement.text is None or nxt.resume_sentence or nxt.repeats_done:
+            return
+        if nxt.play_at is not None:  # seeded, whole sentences: not what a prefetch makes
             return
         assets = self._assets()
         name = nxt.announcement.voice or assets.config.voice.name
@@ -234,7 +271,9 @@ class Playout:
                              before_speech=True, times=ann.repeat - cur.job.position[0], gain=clip.gain):
             cur.fallback_done = True
             ms = ann.deadline_ms or self._assets().config.fallback.deadline_ms
-            self._events.fallback(cur.entry.id, "deadline", clip.name, f"no speech within {ms} ms (deadline_ms)")
+            detail = (f"no speech within {ms} ms (deadline_ms)" if cur.entry.play_at is None
+                      else "no speech ready at play_at (sync/late: fallback)")
+            self._events.fallback(cur.entry.id, "deadline", clip.name, detail)
 
     def on_fallback_used(self, msg: FallbackUsed) -> None:
         running = self._running.get(msg.job)
@@ -258,7 +297,8 @@ class Playout:
             ts = time.time() - (time.monotonic() - report.at_mono)
             timing = entry.hops.timing_ms(report.at_mono) if entry.hops is not None else None
             self._events.publish(entry.id, "started", latency_ms=latency, ts=ts,
-                                 cached=True if running.cached else None, timing_ms=timing, **(running.spoken or {}))
+                                 cached=True if running.cached else None, timing_ms=timing, **(running.spoken or {}),
+                                 **_sync_fields(running, report))
             return
         del self._running[report.job]
         if self.current is running:
@@ -290,6 +330,9 @@ class Playout:
         rep, sentence = position
         if self._assets().config.queue.on_preempt == "resume":
             entry.repeats_done, entry.resume_sentence = rep, max(0, sentence)
+            # Resumed later it cannot be in step with the zone any more: it plays when its turn comes
+            # (its play_at, long past by then, would skip all of it).
+            entry.play_at = None
             self._events.publish(entry.id, "preempted", f"resumes from sentence {max(0, sentence) + 1}")
             self._scheduler.requeue(entry)
         else:
@@ -302,6 +345,20 @@ class Playout:
         self._scheduler.ended(entry.id, time.time(), remember=event != "failed")
         self._events.publish(entry.id, event, reason, **more)
         self._events.ack(entry.acks)
+
+
+def _sync_fields(running: Running, report: PlayerReport) -> dict[str, Any]:
+    """What `started` says of a synchronized announcement: how far off, how late, the clock."""
+    if running.entry.play_at is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if report.sync_error_ms is not None:
+        fields["sync_error_ms"] = round(report.sync_error_ms, 2)
+    if report.late_ms > 0:
+        fields["late_ms"] = round(report.late_ms, 1)
+    if running.clock is not None:
+        fields["detail"] = running.clock
+    return fields
 
 
 __all__ = ["Playout", "Running"]

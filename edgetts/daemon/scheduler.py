@@ -56,6 +56,10 @@ class Entry:
     audio: GivenAudio | None = None
     """Its audio when a service gave it (edgetts.daemon.given): played as recorded, its text is a label."""
 
+    play_at: float | None = None
+    """Unix seconds its first sample is heard at (edgetts.daemon.sync): its own `play_at` or a
+    synchronized group's; None = as soon as it can."""
+
     @property
     def id(self) -> str:
         return self.announcement.id

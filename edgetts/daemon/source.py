@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgetts.audio.job import PlaybackJob
+from edgetts.daemon import sync
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
 from edgetts.daemon.degrade import Degrade
@@ -61,6 +62,8 @@ class Synthesis:
     speed_key: str | None = None
     variant: tuple[str, str] | None = None
     """(degrade_to, why) when the variant speaks instead of the voice (issue 14)."""
+    whole: bool = False
+    """Whole sentences, never streamed (a synchronized announcement: edgetts.daemon.sync)."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,15 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
     if text is None:
         return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
     config = voice_synthesis_config(settings)
+    if entry.play_at is not None:  # the same samples on every speaker of the zone
+        config = sync.seeded(config, ann.id)
     gain = assets.speech_gain(name)
     key = assets.cache_key(name, text, config)
     hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
     if hit is not None:
         return Recorded(list(hit.sentences), hit.sample_rate, start, gain, cached=True)
+    if entry.play_at is not None:  # its own voice, never a variant with other durations
+        return Synthesis(voice, text, config, gain, key, fallback, name, name, whole=True)
     faster = degrade.variant_for(name, assets) if degrade is not None else None
     if faster is not None:  # not cached: its audio is not the voice's
         variant, why = faster

@@ -28,6 +28,7 @@ from edgetts.daemon.speed import Meter, Timed
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError, UnspeakableTextError
 from edgetts.text.prepare import Prepared
+from edgetts.voice.piper.voice import PiperVoice
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -84,6 +85,9 @@ class SynthRequest:
 
     hops: HopStamps | None = None
     """Stamped when this thread takes the request and when the voice yields its first chunk."""
+
+    whole: bool = False
+    """Whole sentences even from a streaming voice (a synchronized announcement, edgetts.daemon.sync)."""
 
 
 class _Wake:
@@ -256,6 +260,8 @@ class Synthesizer:
         key = (req.job.token.id, id(req.voice), req.text)
         if held is not None and held[0] == key and req.start == (0, 0):
             return held[1].bind(self._meter)
+        if req.whole and isinstance(req.voice, PiperVoice):
+            return Timed(req.voice.synthesize_from(req.text, req.config, skip, stream=False), self._meter)
         if skip and isinstance(req.voice, Resumable):
             # A long text preempted at its 30th piece would else redo 29 pieces before
             # speaking again, past its deadline: its fallback clip would replace it (issue 13).
@@ -292,7 +298,8 @@ class Synthesizer:
                     return  # a fallback clip took the job over (deadline): this work is not wanted
             if skip == 0:
                 cached = pieces
-                if req.cache is not None and req.cache_key is not None:
+                if req.cache is not None and req.cache_key is not None and req.config.seed is None:
+                    # (a seeded play is one announcement's: its id's noise never comes again)
                     store_play(req.cache, req.cache_key, req.text.source, pieces)
         job.end()
 

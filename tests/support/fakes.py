@@ -30,6 +30,8 @@ class FakeVoice:
         """(text, Unix seconds) when the synthesis of each text began."""
         self.received: list[str | Prepared] = []
         """What each synthesize call was handed (a str, or the daemon's Prepared text)."""
+        self.configs: list[SynthesisConfig | None] = []
+        """The settings of each synthesize call (a synchronized announcement's carry its seed)."""
 
     @property
     def name(self) -> str:
@@ -57,6 +59,7 @@ class FakeVoice:
     def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
         """Speaks a :class:`Prepared` text from its source: a fake has no front end to skip."""
         self.received.append(text)
+        self.configs.append(config)
         text = self.source(text)
         parts = self.sentences(text)
         if not parts:
