@@ -21,12 +21,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--priority", choices=PRIORITIES)
     p.add_argument("--voice", help="a configured voice name")
     p.add_argument("--id", help="the announcement's id (default: a new one)")
+    p.add_argument("--sync", action="store_true",
+                   help="every device plays it at one play_at = now + --lead (synchronized speakers)")
+    p.add_argument("--lead", type=_seconds, metavar="TIME",
+                   help="with --sync: seconds to play_at, e.g. 1.5s or 800ms (default: what the slowest "
+                        "member needs, from the speed in its status)")
     p.add_argument("--no-wait", action="store_true", help="publish and return")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every device (default 60)")
     p.add_argument("--json", action="store_true", help="print the events as JSON lines")
     p.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
                    help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})")
     p.set_defaults(func=cmd_announce)
+
+
+def _seconds(value: str) -> float:
+    """`1.5`, `1.5s` or `1500ms` as seconds (0 < t <= 3600)."""
+    text = value.strip().lower()
+    scale = 1.0
+    if text.endswith("ms"):
+        text, scale = text[:-2], 0.001
+    elif text.endswith("s"):
+        text = text[:-1]
+    try:
+        seconds = float(text) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {value!r} (e.g. 1.5s or 800ms)") from None
+    if not 0.0 < seconds <= 3600.0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600 s: {value!r}")
+    return seconds
 
 
 def _payload(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -50,11 +72,15 @@ def cmd_announce(args: argparse.Namespace) -> int:
     payload = _payload(args)
     if payload is None:
         return 2
+    if args.lead is not None and not args.sync:
+        print("edgetts: error: --lead needs --sync", file=sys.stderr)
+        return 2
     config = _load(args.config)
     if config is None:
         return 1
     try:
-        outcome = announce(config, payload, args.to, wait=not args.no_wait, timeout=args.timeout)
+        outcome = announce(config, payload, args.to, wait=not args.no_wait, timeout=args.timeout,
+                           sync=args.sync, lead=args.lead)
     except (PayloadError, MqttSetupError) as exc:
         print(f"edgetts: error: {exc}", file=sys.stderr)
         return 1
@@ -66,7 +92,8 @@ def cmd_announce(args: argparse.Namespace) -> int:
             print(json.dumps({"device": device, **ev}, ensure_ascii=False))
         else:
             reason = f": {ev['reason']}" if ev.get("reason") else ""
-            print(f"{device}  {ev['event']}{reason}")
+            synced = "".join(f" {key} {ev[key]}" for key in ("sync_error_ms", "late_ms") if key in ev)
+            print(f"{device}  {ev['event']}{reason}{synced}")
     missing = sorted(set(outcome.expected) - set(outcome.ended()))
     if missing:
         print(f"edgetts: no end from {', '.join(missing)} within {args.timeout:g} s", file=sys.stderr)

@@ -21,6 +21,7 @@ from edgetts.config import Config
 from edgetts.daemon.fleet import read_fleet
 from edgetts.daemon.intake import PayloadError
 from edgetts.daemon.mqtt import reader
+from edgetts.daemon.sync import sync_lead
 from edgetts.vocabulary import NAME_RE
 
 ENDS = frozenset({"finished", "failed", "rejected", "expired", "cancelled"})
@@ -37,6 +38,8 @@ class Outcome:
     """The devices that should play it (online, in the target), from their retained statuses."""
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """(device, event) in arrival order."""
+    play_at: float | None = None
+    """The `play_at` it was sent with (Unix seconds), if any."""
 
     def ended(self) -> dict[str, dict[str, Any]]:
         """Each device's last event, where it was an end."""
@@ -69,23 +72,39 @@ def target_topic(config: Config, to: str) -> tuple[str, str | None, str | None]:
     raise PayloadError(f"--to must be device/<id>, group/<name> or all (got {to!r})")
 
 
-def members(config: Config, device: str | None, group: str | None, timeout: float) -> list[str]:
-    """The online devices the target reaches, by their retained statuses."""
+def member_statuses(config: Config, device: str | None, group: str | None,
+                    timeout: float) -> dict[str, dict[str, Any]]:
+    """The retained statuses of the online devices the target reaches."""
     fleet = read_fleet(config, timeout=timeout)
     online = [m for m in fleet if m.status.get("state") == "online"]
     if device is not None:
-        return [m.device for m in online if m.device == device]
-    return [m.device for m in online if group is None or group in m.status.get("groups", [])]
+        return {m.device: m.status for m in online if m.device == device}
+    return {m.device: m.status for m in online if group is None or group in m.status.get("groups", [])}
+
+
+def members(config: Config, device: str | None, group: str | None, timeout: float) -> list[str]:
+    """The online devices the target reaches, by their retained statuses."""
+    return list(member_statuses(config, device, group, timeout))
 
 
 def announce(config: Config, payload: dict[str, Any], to: str = "", *, wait: bool = True,
-             timeout: float = 60.0) -> Outcome:
+             timeout: float = 60.0, sync: bool = False, lead: float | None = None) -> Outcome:
     """Publish ``payload`` (an id is added when it has none) to ``to`` (default: this config's device)
-    and, with ``wait``, follow the events until every expected device ended it or ``timeout``."""
+    and, with ``wait``, follow the events until every expected device ended it or ``timeout``.
+
+    ``sync``: every device plays it at one `play_at` = now + ``lead`` (seconds; default: what
+    the slowest member needs, edgetts.daemon.sync.sync_lead, from the speeds in their statuses).
+    This machine's clock sets `play_at`: it must be synchronized like the devices' own.
+    """
     topic, device, group = target_topic(config, to or f"device/{config.device.id}")
     payload = {"id": payload.get("id") or f"cli-{uuid.uuid4().hex[:12]}", **payload}
-    expected = members(config, device, group, min(timeout, 5.0)) if wait else []
-    outcome = Outcome(payload["id"], topic, expected)
+    statuses = member_statuses(config, device, group, min(timeout, 5.0)) if wait or (sync and lead is None) else {}
+    expected = list(statuses) if wait else []
+    if sync:
+        if lead is None:
+            lead = sync_lead(payload, list(statuses.values()))
+        payload["play_at"] = round(time.time() + lead, 4)
+    outcome = Outcome(payload["id"], topic, expected, play_at=payload.get("play_at"))
     done = threading.Event()
     lock = threading.Lock()
 
