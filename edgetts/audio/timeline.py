@@ -159,6 +159,8 @@ class TimedPlay:
             if self._first is None or self._position() < 0:
                 end = self._to_target() or end
                 continue
+            if not self._started:
+                self._refix()
             self._skip_past()
             if end is not None and stage.avail <= self._block + stage.fade_n:
                 # (blocks before the tail go through _emit: each write is measured, so a device that
@@ -227,6 +229,16 @@ class TimedPlay:
             if self._position() >= 0:
                 return None
         return self._silence(min(block, -self._position()))
+
+    def _refix(self) -> None:
+        """Late, nothing of the job written yet: the first sample's frame again from the latest
+        estimate (fixed when the target passed, it came from a stream only just opened, whose first
+        readings are off by up to a PulseAudio tick; its audio came a synthesis later)."""
+        epoch = self._clock.epoch
+        if epoch is None or not self._clock.warm:
+            return
+        target = self._clocks.mono_of(self._timed.at_unix) - self._timed.output_delay_s
+        self._first = round((target - epoch) * self._rate) + self._lost
 
     def _skip_past(self) -> None:
         """Drop the samples in hand whose time has passed (a late join, or after a gap)."""
