@@ -1,0 +1,205 @@
+"""Several daemons in one zone, each on its own speaker of one paced sink (issue 19).
+
+What `tests/daemon/test_sync_zones.py` and `tools/bench_sync.py` share: N real
+daemons (subprocesses, the real default voice) on one broker, each playing into
+its own zone of one PulseAudio null sink (tools/paced_sink.py: one clock domain,
+one recording of every zone), announcements published with `play_at`
+(edgetts.daemon.client.announce with ``sync``), and where each announcement's
+first sample really was heard on each speaker: found by cross-correlating the
+recording with the announcement's own samples, synthesized here afterwards with
+the seed its id gives (edgetts.daemon.sync), so the search is exact to a sample.
+
+Stdlib + numpy at import; edgetts is imported where it is used.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from paced_sink import PacedSink, Recording
+
+ROOT = Path(__file__).resolve().parents[1]
+RATE = 22050
+GROUP = "zone-a"
+PREFIX = "sync"
+
+
+@dataclass
+class Announced:
+    """One synchronized announcement and what each device said of it."""
+
+    id: str
+    text: str
+    play_at: float
+    events: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """device -> event name -> the event."""
+
+
+@dataclass
+class Heard:
+    """Where one device's speaker played one announcement."""
+
+    device: str
+    onset_unix: float
+    """When the announcement's first sample was (or, joined late, would have been) heard."""
+    score: float
+    """Normalized cross-correlation at the onset (1.0 = the very samples)."""
+
+
+def config_text(device: str, port: int, groups: tuple[str, ...], extra: str = "") -> str:
+    return (
+        f"device:\n  id: {device}\n  groups: [{', '.join(groups)}]\n"
+        f"mqtt:\n  host: 127.0.0.1\n  port: {port}\n  topic_prefix: {PREFIX}\n"
+        "  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n"
+        "audio:\n  close_idle_s: 600\n"
+        "voice:\n  threads: 1\n"  # the reference below is synthesized at 1 thread too
+        "queue:\n  dedup_window_s: 600\n"
+        "keepalive:\n  interval_s: 0\n"
+        # A loaded board's audio thread must not wait for the CPU (SCHED_FIFO: root here; on a
+        # board, LimitRTPRIO=10 or CAP_SYS_NICE): starved past the device's buffer, it loses time.
+        "cpu:\n  realtime_audio: true\n"
+        f"logging:\n  level: info\n{extra}"
+    )
+
+
+class SyncRig:
+    """``n`` daemons `dev0`...: the first ``in_group`` in group GROUP, each on zone k of one sink."""
+
+    def __init__(self, workdir: Path, port: int, n: int, *, in_group: int | None = None) -> None:
+        self.workdir, self.port, self.n = workdir, port, n
+        self.in_group = n if in_group is None else in_group
+        self.devices = [f"dev{k}" for k in range(n)]
+        self.sink = PacedSink(workdir / "pulse", RATE, zones=n)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._stack = ExitStack()
+
+    def __enter__(self) -> SyncRig:
+        self._stack.enter_context(self.sink)
+        self._stack.callback(self._stop_daemons)
+        for k, device in enumerate(self.devices):
+            groups = (GROUP,) if k < self.in_group else ()
+            path = self.workdir / f"{device}.yaml"
+            path.write_text(config_text(device, self.port, groups))
+            env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1", **self.sink.zone_env(k)}
+            env.pop("JOURNAL_STREAM", None)
+            with open(self.workdir / f"{device}.log", "ab") as log:
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "edgetts.cli", "run", "--config", str(path)],
+                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _stop_daemons(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def config(self, device: str = "dev0") -> Any:
+        from edgetts.config import load_config
+
+        return load_config(self.workdir / f"{device}.yaml")
+
+    def wait_online(self, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
+        """Every daemon's retained status once all are online with their voice's speed measured."""
+        from edgetts.daemon.client import member_statuses
+
+        deadline = time.monotonic() + timeout
+        statuses: dict[str, dict[str, Any]] = {}
+        while time.monotonic() < deadline:
+            statuses = member_statuses(self.config(), None, None, 2.0)
+            if set(statuses) >= set(self.devices) and all(s.get("speed") for s in statuses.values()):
+                return statuses
+            for device, proc in zip(self.devices, self.procs):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{device} exited {proc.returncode}: {self.log(device)[-2000:]}")
+            time.sleep(0.5)
+        raise TimeoutError(f"not all online within {timeout} s: {sorted(statuses)}")
+
+    def log(self, device: str) -> str:
+        return (self.workdir / f"{device}.log").read_text(errors="replace")
+
+    def announce(self, ident: str, text: str, *, to: str = f"group/{GROUP}", lead: float | None = None,
+                 play_at: float | None = None, timeout: float = 60.0) -> Announced:
+        """Publish one synchronized announcement and wait for every member to end it."""
+        from edgetts.daemon.client import announce
+
+        payload: dict[str, Any] = {"id": ident, "text": text}
+        if play_at is not None:
+            payload["play_at"] = play_at
+        outcome = announce(self.config(), payload, to, sync=play_at is None, lead=lead, timeout=timeout)
+        events: dict[str, dict[str, dict[str, Any]]] = {}
+        for device, ev in outcome.events:
+            events.setdefault(device, {})[ev["event"]] = ev
+        assert outcome.play_at is not None
+        return Announced(ident, text, float(outcome.play_at), events)
+
+
+def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:
+    """Each announcement's samples as the daemons synthesize them: default voice at 1 thread, whole
+    sentences, noise seeded from the id."""
+    from edgetts.config import Config
+    from edgetts.daemon import sync
+    from edgetts.daemon.assets import load_configured_voice
+    from edgetts.daemon.phrase_cache import voice_synthesis_config
+
+    config = Config()
+    settings = config.voice.__class__(threads=1)
+    voice: Any = load_configured_voice(settings, config.text_options())
+    out: dict[str, np.ndarray] = {}
+    for item in items:
+        seeded = sync.seeded(voice_synthesis_config(settings), item.id)
+        chunks = list(voice.synthesize(item.text, seeded, stream=False))
+        out[item.id] = np.concatenate([c.audio for c in chunks]).astype(np.float32)
+    return out
+
+
+def find_onset(channel: np.ndarray, reference: np.ndarray, around: int, search: int,
+               skip: int = 0) -> tuple[int, float]:
+    """(index in ``channel`` where ``reference`` starts, normalized correlation there), searched
+    within ``around`` +- ``search`` samples.  ``skip``: the reference's first samples were not
+    played (a late joiner): its rest is matched, and the index is where sample 0 would have been."""
+    ref = reference[skip : skip + 3 * RATE].astype(np.float64)  # 3 s is plenty to lock on
+    lo = max(0, around + skip - search)
+    seg = channel[lo : around + skip + search + ref.size].astype(np.float64)
+    if seg.size < ref.size:
+        return around, 0.0
+    size = 1 << int(np.ceil(np.log2(seg.size + ref.size)))
+    corr = np.fft.irfft(np.fft.rfft(seg, size) * np.conj(np.fft.rfft(ref, size)), size)[: seg.size - ref.size + 1]
+    lag = int(np.argmax(corr))
+    a = seg[lag : lag + ref.size]
+    norm = float(np.linalg.norm(a) * np.linalg.norm(ref)) or 1.0
+    return lo + lag - skip, float(np.dot(a, ref) / norm)
+
+
+def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Announced,
+          reference: np.ndarray, search_s: float = 0.5) -> list[Heard]:
+    """Where each device's zone (channel k of ``pcm``) played ``item`` (a device that joined late,
+    `late_ms` on its `started`, is matched on what it played)."""
+    around = int(round(recording.index_at_unix(item.play_at)))
+    out = []
+    for k, device in enumerate(devices):
+        late_ms = item.events.get(device, {}).get("started", {}).get("late_ms", 0.0)
+        skip = int(late_ms / 1000.0 * RATE) + int(0.05 * RATE) if late_ms else 0  # (+ its fade-in)
+        index, score = find_onset(pcm[:, k], reference, around, int(search_s * RATE), skip)
+        out.append(Heard(device, recording.unix_at(index), score))
+    return out
+
+
+__all__ = ["GROUP", "PREFIX", "RATE", "Announced", "Heard", "SyncRig", "config_text", "find_onset", "heard",
+           "reference_audio"]
