@@ -55,23 +55,23 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
     finally:
         broker.terminate()
         broker.wait(10)
-    spreads, errors, late, weak = [], [], 0, 0
+    spreads, errors, late, weak, late_each = [], [], 0, 0, []
     for item in items:
         found = heard(rec, pcm, rig.devices, item, refs[item.id])
         weak += sum(h.score < 0.9 for h in found)
         onsets = [h.onset_unix for h in found]
         spreads.append(1000.0 * (max(onsets) - min(onsets)))
         errors += [1000.0 * abs(o - item.play_at) for o in onsets]
-        late += sum("late_ms" in evs.get("started", {}) for evs in item.events.values())
-    leads = [round(item.play_at - min(ev.get("ts", item.play_at) for evs in item.events.values()
-                                      for ev in evs.values() if ev.get("event") == "queued"), 3)
-             for item in items if item.events]
+        late_each.append(sum("late_ms" in evs.get("started", {}) for evs in item.events.values()))
+        late += late_each[-1]
+    leads = [round(item.play_at - item.sent_at, 3) for item in items]
     return {
         "daemons": daemons, "announcements": announcements,
         "spread_ms_median": round(statistics.median(spreads), 3), "spread_ms_max": round(max(spreads), 3),
         "play_at_error_ms_median": round(statistics.median(errors), 3),
         "play_at_error_ms_max": round(max(errors), 3), "late_joins": late,
-        "weak_matches": weak, "lead_s_median": statistics.median(leads) if leads else None,
+        "late_joins_by_announcement": late_each, "weak_matches": weak,
+        "lead_s_median": statistics.median(leads) if leads else None,
         "lead": "from the members' speed" if lead is None else lead,
     }
 

@@ -41,6 +41,8 @@ class Announced:
     play_at: float
     events: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """device -> event name -> the event."""
+    sent_at: float = 0.0
+    """Unix time it was published (play_at - sent_at: the lead)."""
 
 
 @dataclass
@@ -140,6 +142,7 @@ class SyncRig:
         from edgetts.daemon.client import announce
 
         payload: dict[str, Any] = {"id": ident, "text": text}
+        sent_at = time.time()
         if play_at is not None:
             payload["play_at"] = play_at
         outcome = announce(self.config(), payload, to, sync=play_at is None, lead=lead, timeout=timeout)
@@ -147,7 +150,7 @@ class SyncRig:
         for device, ev in outcome.events:
             events.setdefault(device, {})[ev["event"]] = ev
         assert outcome.play_at is not None
-        return Announced(ident, text, float(outcome.play_at), events)
+        return Announced(ident, text, float(outcome.play_at), events, sent_at)
 
 
 def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:

@@ -39,7 +39,7 @@ delay (through PulseAudio, whose 10 ms ticks make each reading vary by ~5 ms, ha
 readings left errors of up to 5 ms here; a second and more, under 0.5 ms)."""
 SPOKEN_CHARS_PER_S = 14.0
 """An announcer's pace, characters of text per second of speech (a guess that errs long)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # (where the voice ends a sentence: not at ; or :)
 
 CLOCK_UNSYNCED = "clock not synchronized: speakers on other boards may not play together"
 """Prefix of the `started` event's detail and of `degraded: clock` (the clock's own reason follows)."""
@@ -90,17 +90,18 @@ def sync_lead(payload: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]])
 
 
 def member_rtf(status: Mapping[str, Any], voice: object = None) -> float | None:
-    """The worse of a member's measured real-time factors of ``voice`` (default: its default voice)."""
+    """The worse of a member's measured real-time factors of ``voice`` (default: its default voice,
+    the first of its status's `voices`); a voice it has not measured: the slowest it has."""
     speed = status.get("speed")
-    if not isinstance(speed, Mapping):
+    voices = speed.get("voices") if isinstance(speed, Mapping) else None
+    if not isinstance(voices, Mapping):
         return None
-    voices = speed.get("voices")
-    name = voice if isinstance(voice, str) else status.get("voice")
-    measured = voices.get(name) if isinstance(voices, Mapping) else None
-    if not isinstance(measured, Mapping):
-        return None
-    values = [v for v in (measured.get("rtf_1min"), measured.get("rtf_load")) if isinstance(v, (int, float))]
-    return float(max(values)) if values else None
+    names = status.get("voices")
+    name = voice if isinstance(voice, str) else (names[0] if isinstance(names, list) and names else None)
+    measured = [voices[name]] if name in voices else [v for k, v in voices.items() if "/" not in k]
+    values = [float(rtf) for m in measured if isinstance(m, Mapping)
+              for rtf in (m.get("rtf_1min"), m.get("rtf_load")) if isinstance(rtf, (int, float))]
+    return max(values) if values else None
 
 
 def clock_problem(clock: ClockHealth) -> str | None:

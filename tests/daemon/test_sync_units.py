@@ -84,13 +84,17 @@ def test_the_seed_is_the_ids_everywhere() -> None:
 
 
 def _status(rtf_1min: float | None, rtf_load: float | None, voice: str = "default") -> dict[str, object]:
-    return {"voice": voice, "speed": {"voices": {voice: {"rtf_1min": rtf_1min, "rtf_load": rtf_load}}}}
+    """As a daemon publishes it: `voice` is the default voice's model, `voices` the configured
+    names (the default first), `speed.voices` per configured name and its degrade_to."""
+    return {"voice": "en_US-joe-medium", "voices": [voice],
+            "speed": {"voices": {voice: {"rtf_1min": rtf_1min, "rtf_load": rtf_load},
+                                 f"{voice}/degrade_to": {"rtf_1min": None, "rtf_load": 9.0}}}}
 
 
 def test_the_lead_is_what_the_slowest_member_needs() -> None:
     text = "The train to the airport is arriving at platform two. Please stand back from the edge."
     assert sync.sync_lead({"clip": "chime"}, []) == sync.MIN_LEAD_S
-    assert sync.sync_lead({"text": text}, [{"voice": "default"}]) == sync.DEFAULT_LEAD_S  # nothing measured
+    assert sync.sync_lead({"text": text}, [{"voice": "x", "voices": ["default"]}]) == sync.DEFAULT_LEAD_S
     fast = sync.sync_lead({"text": text}, [_status(0.05, 0.06)])
     board = sync.sync_lead({"text": text}, [_status(0.05, 0.06), _status(None, 0.8)])
     assert fast == sync.MIN_LEAD_S < board
@@ -100,8 +104,11 @@ def test_the_lead_is_what_the_slowest_member_needs() -> None:
     slow_short = sync.sync_lead({"text": "Mind the gap."}, [_status(1.5, 1.2)])
     slow_long = sync.sync_lead({"text": text * 3}, [_status(1.5, 1.2)])
     assert slow_long > 3 * slow_short
-    # the voice asked for, not the default's
-    assert sync.member_rtf(_status(0.3, 0.2, "fr") | {"voice": "default"}, "fr") == 0.3
+    # the voice asked for, not the default's; one it has not measured: the slowest it has
+    two = _status(0.3, 0.2)
+    two["speed"]["voices"]["fr"] = {"rtf_1min": None, "rtf_load": 0.5}  # type: ignore[index]
+    assert sync.member_rtf(two) == 0.3 and sync.member_rtf(two, "fr") == 0.5
+    assert sync.member_rtf(two, "it") == 0.5  # (never a degrade_to variant: sync does not use it)
 
 
 def test_an_unsynchronized_clock_is_said() -> None:
