@@ -14,9 +14,11 @@ Stdlib + numpy at import; edgetts is imported where it is used.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -153,6 +155,67 @@ class SyncRig:
         return Announced(ident, text, float(outcome.play_at), events, sent_at)
 
 
+class EventLog:
+    """Every event of the rig's devices by announcement id (one subscriber on `<prefix>/+/events`)."""
+
+    def __init__(self, config: Any) -> None:
+        from edgetts.daemon.mqtt import reader
+
+        self.by_id: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+        self._cond = threading.Condition()
+        subscribed = threading.Event()
+        self._client = reader(config, "rig-events", f"{PREFIX}/+/events", self._on_message,
+                              lambda *_a: subscribed.set())
+        subscribed.wait(5.0)
+
+    def _on_message(self, _c: Any, _u: Any, msg: Any) -> None:
+        ev = json.loads(msg.payload)
+        with self._cond:
+            self.by_id.setdefault(ev["id"], {}).setdefault(msg.topic.split("/")[-2], {})[ev["event"]] = ev
+            self._cond.notify_all()
+
+    def wait_finished(self, ident: str, devices: list[str], timeout: float) -> dict[str, dict[str, dict[str, Any]]]:
+        """Each device's events of ``ident`` once every one of ``devices`` has ended it."""
+        ends = ("finished", "failed", "rejected", "expired", "cancelled")
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not all(any(e in self.by_id.get(ident, {}).get(d, {}) for e in ends) for d in devices):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{ident}: not ended by all of {devices}: {self.by_id.get(ident)}")
+                self._cond.wait(left)
+            return {d: dict(evs) for d, evs in self.by_id.get(ident, {}).items()}
+
+    def close(self) -> None:
+        self._client.disconnect()
+        self._client.loop_stop()
+
+
+def back_to_back(rig: SyncRig, lines: list[str], spacing_s: float, prefix: str = "sync",
+                 lead: float | None = None) -> list[Announced]:
+    """One group announcement every ``spacing_s`` (each published with `--sync`, the lead from
+    the members' speed, while the one before still plays: the daemons prepare it meanwhile),
+    then every member's events of each once all have ended it."""
+    from edgetts.daemon.client import announce
+
+    members = rig.devices[: rig.in_group]
+    log = EventLog(rig.config())
+    try:
+        items, t0 = [], time.monotonic()
+        for k, line in enumerate(lines):
+            time.sleep(max(0.0, t0 + k * spacing_s - time.monotonic()))
+            sent_at = time.time()
+            outcome = announce(rig.config(), {"id": f"{prefix}-{k}", "text": line}, f"group/{GROUP}",
+                               wait=False, sync=True, lead=lead)
+            assert outcome.play_at is not None
+            items.append(Announced(outcome.id, line, float(outcome.play_at), {}, sent_at))
+        for item in items:
+            item.events = log.wait_finished(item.id, members, 60.0)
+    finally:
+        log.close()
+    return items
+
+
 def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:
     """Each announcement's samples as the daemons synthesize them: default voice at 1 thread, whole
     sentences, noise seeded from the id."""
@@ -204,5 +267,5 @@ def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Annou
     return out
 
 
-__all__ = ["GROUP", "PREFIX", "RATE", "Announced", "Heard", "SyncRig", "config_text", "find_onset", "heard",
-           "reference_audio"]
+__all__ = ["GROUP", "PREFIX", "RATE", "Announced", "EventLog", "Heard", "SyncRig", "back_to_back", "config_text",
+           "find_onset", "heard", "reference_audio"]

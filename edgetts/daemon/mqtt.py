@@ -18,6 +18,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -344,7 +345,10 @@ def reader(config: Config, what: str, topic: str, on_message: Callable[..., None
     """A short-lived client of the config's broker subscribed to ``topic``, its loop started
     (`edgetts status`, `edgetts fleet`); MqttSetupError when the broker cannot be reached."""
     m = config.mqtt
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-{what}-{os.getpid()}")
+    # (unique per call: two clients of one id would throw each other off the broker, and a
+    # program may well announce to two zones from two threads)
+    client = mqtt.Client(CallbackAPIVersion.VERSION2,
+                         client_id=f"edgetts-{what}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     apply_security(client, m, resolve_password(m))
     client.on_connect = lambda c, u, flags, rc, props: c.subscribe(topic, qos=1)
     client.on_message = on_message

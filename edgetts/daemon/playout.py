@@ -63,6 +63,8 @@ class Running:
     """Stopped or cancelled by a control message (edgetts.daemon.control): its `cancelled` reason."""
     clock: str | None = None
     """A synchronized one on a board whose clock is not synchronized: why (its `started` detail)."""
+    started: bool = False
+    """The player said `started` (a synchronized one whose every sample was past never does)."""
 
 
 class Playout:
@@ -196,8 +198,6 @@ class Playout:
         nxt = self._scheduler.peek()
         if nxt is None or nxt.announcement.text is None or nxt.resume_sentence or nxt.repeats_done:
             return
-        if nxt.play_at is not None:  # seeded, whole sentences: not what a prefetch makes
-            return
         assets = self._assets()
         name = nxt.announcement.voice or assets.config.voice.name
         voice = assets.voices.get(name)
@@ -208,12 +208,14 @@ class Playout:
         if text is None:
             return
         config = voice_synthesis_config(settings)
+        if nxt.play_at is not None:  # its first sentence ready well before play_at (edgetts.daemon.sync)
+            config = sync.seeded(config, nxt.id)
         key = assets.cache_key(name, text, config)
         if key is not None and assets.cache is not None and key in assets.cache:
             return  # it plays from the cache: nothing to synthesize
-        if (faster := self.degrade.variant_for(name, assets)) is not None:
+        if nxt.play_at is None and (faster := self.degrade.variant_for(name, assets)) is not None:
             voice, config = faster[0].voice, faster[0].config
-        self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config))
+        self._synth.submit(Prefetch((nxt.id, id(voice), text), voice, text, config, whole=nxt.play_at is not None))
 
     def control_message(self, msg: Inbound) -> None:
         """A message on the control topic: carried out, or rejected with the reason; acknowledged."""
@@ -292,6 +294,7 @@ class Playout:
             return
         entry = running.entry
         if report.kind == "started":
+            running.started = True
             latency = (report.at_mono - entry.received_mono) * 1000.0
             # ts = when the first audio was handed to the device, not when we got round to saying so
             ts = time.time() - (time.monotonic() - report.at_mono)
@@ -304,7 +307,10 @@ class Playout:
         if self.current is running:
             self.current = None
         self._health.count_underruns(report.underruns, report.gap_ms)
-        if report.kind == "finished":
+        if report.kind == "finished" and entry.play_at is not None and not running.started:
+            # Joined so late that all of it was past: nothing was heard, in step or otherwise.
+            self._finish(entry, "expired", "its audio was ready only after the whole of it was due (play_at)")
+        elif report.kind == "finished":
             self._finish(entry, "finished", underruns=report.underruns, gap_ms=round(report.gap_ms, 1))
         elif report.kind == "failed":
             self._finish(entry, "failed", report.reason)

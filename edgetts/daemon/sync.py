@@ -86,7 +86,7 @@ def sync_lead(payload: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]])
     total_s = len(text) / SPOKEN_CHARS_PER_S
     first_s = len(_SENTENCE_END.split(text.strip(), maxsplit=1)[0]) / SPOKEN_CHARS_PER_S
     need = rtf * first_s + max(0.0, rtf - 1.0) * (total_s - first_s)
-    return round(max(MIN_LEAD_S, 0.3 + 1.3 * need), 2)
+    return round(max(MIN_LEAD_S, 0.4 + 1.5 * need), 2)  # (a margin: the speed of the last minute varies)
 
 
 def member_rtf(status: Mapping[str, Any], voice: object = None) -> float | None:

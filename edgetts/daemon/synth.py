@@ -106,6 +106,8 @@ class Prefetch:
     voice: Voice
     text: Prepared
     config: SynthesisConfig
+    whole: bool = False
+    """Whole sentences (a synchronized announcement's, seeded: its request is too)."""
 
 
 class Synthesizer:
@@ -242,7 +244,10 @@ class Synthesizer:
 
     def _prefetch(self, req: Prefetch) -> None:
         self._prefetched = None
-        chunks = Timed(req.voice.synthesize(req.text, req.config))  # its cost counts for the request
+        if req.whole and isinstance(req.voice, PiperVoice):
+            chunks = Timed(req.voice.synthesize(req.text, req.config, stream=False))
+        else:
+            chunks = Timed(req.voice.synthesize(req.text, req.config))  # its cost counts for the request
         try:
             chunks.peek()
         except StopIteration:

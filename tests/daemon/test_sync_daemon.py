@@ -116,3 +116,14 @@ def test_late_speech_with_sync_late_fallback_plays_its_clip(daemon_rig: Any) -> 
     started = rig.probe.wait_event("fb", "started")
     assert fallback["reason"] == "deadline" and fallback["detail"] == "no speech ready at play_at (sync/late: fallback)"
     assert abs(started["ts"] - play_at) < 0.2, started["ts"] - play_at  # the clip, at play_at
+
+
+def test_speech_ready_only_after_all_of_it_was_due_expires(daemon_rig: Any) -> None:
+    rig = daemon_rig(SlowStart(0.8))
+    rig.probe.publish({"id": "gone", "text": "Mind the gap.", "play_at": time.time() + 0.05})  # ~0.13 s of speech
+    expired = rig.probe.wait_event("gone", "expired")
+    assert "play_at" in expired["reason"] and rig.probe.events_of("gone") == ["queued", "expired"]
+    assert np.abs(rig.capture.pcm().astype(np.int32)).max(initial=0) <= 1  # nothing heard, not even late
+    # (acknowledged like any end: the daemon goes on with the next one)
+    started = _say(rig, {"id": "next", "text": TEXT})
+    assert "late_ms" not in started
