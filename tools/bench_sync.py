@@ -55,7 +55,7 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
     finally:
         broker.terminate()
         broker.wait(10)
-    spreads, errors, late, weak, late_each = [], [], 0, 0, []
+    spreads, errors, late, weak, late_each, underruns, weak_items = [], [], 0, 0, [], 0, []
     for item in items:
         found = heard(rec, pcm, rig.devices, item, refs[item.id])
         weak += sum(h.score < 0.9 for h in found)
@@ -63,6 +63,10 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
         spreads.append(1000.0 * (max(onsets) - min(onsets)))
         errors += [1000.0 * abs(o - item.play_at) for o in onsets]
         late_each.append(sum("late_ms" in evs.get("started", {}) for evs in item.events.values()))
+        underruns += sum(int(evs.get("finished", {}).get("underruns") or 0) for evs in item.events.values())
+        if any(h.score < 0.9 for h in found):
+            weak_items.append({"id": item.id, "scores": [round(h.score, 3) for h in found],
+                               "onsets_ms": [round(1000 * (h.onset_unix - item.play_at), 2) for h in found]})
         late += late_each[-1]
     leads = [round(item.play_at - item.sent_at, 3) for item in items]
     return {
@@ -70,7 +74,8 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
         "spread_ms_median": round(statistics.median(spreads), 3), "spread_ms_max": round(max(spreads), 3),
         "play_at_error_ms_median": round(statistics.median(errors), 3),
         "play_at_error_ms_max": round(max(errors), 3), "late_joins": late,
-        "late_joins_by_announcement": late_each, "weak_matches": weak,
+        "late_joins_by_announcement": late_each, "weak_matches": weak, "weak": weak_items,
+        "underruns": underruns,
         "lead_s_median": statistics.median(leads) if leads else None,
         "lead": "from the members' speed" if lead is None else lead,
     }
