@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from onsets import match
 from paced_sink import PacedSink, Recording
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -238,19 +239,15 @@ def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:
 def find_onset(channel: np.ndarray, reference: np.ndarray, around: int, search: int,
                skip: int = 0) -> tuple[int, float]:
     """(index in ``channel`` where ``reference`` starts, normalized correlation there), searched
-    within ``around`` +- ``search`` samples.  ``skip``: the reference's first samples were not
-    played (a late joiner): its rest is matched, and the index is where sample 0 would have been."""
-    ref = reference[skip : skip + 3 * RATE].astype(np.float64)  # 3 s is plenty to lock on
-    lo = max(0, around + skip - search)
-    seg = channel[lo : around + skip + search + ref.size].astype(np.float64)
-    if seg.size < ref.size:
+    within ``around`` +- ``search`` samples (onsets.match).  ``skip``: the reference's first samples
+    were not played (a late joiner): its rest is matched, and the index is where sample 0 would
+    have been."""
+    ref = reference[skip : skip + 3 * RATE]  # 3 s is plenty to lock on
+    try:
+        index, score = match(channel, ref, around + skip, RATE, search / RATE)
+    except ValueError:  # the recording ends first
         return around, 0.0
-    size = 1 << int(np.ceil(np.log2(seg.size + ref.size)))
-    corr = np.fft.irfft(np.fft.rfft(seg, size) * np.conj(np.fft.rfft(ref, size)), size)[: seg.size - ref.size + 1]
-    lag = int(np.argmax(corr))
-    a = seg[lag : lag + ref.size]
-    norm = float(np.linalg.norm(a) * np.linalg.norm(ref)) or 1.0
-    return lo + lag - skip, float(np.dot(a, ref) / norm)
+    return index - skip, score
 
 
 def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Announced,
