@@ -29,9 +29,16 @@ from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.intake import PayloadError
 from edgetts.daemon.mqtt import Inbound
-from edgetts.daemon.phrase_cache import voice_synthesis_config
 from edgetts.daemon.scheduler import Entry, Scheduler
-from edgetts.daemon.source import Recorded, Synthesis, Unplayable, choose_source, feed_audio, prepared_text
+from edgetts.daemon.source import (
+    Recorded,
+    Synthesis,
+    Unplayable,
+    choose_source,
+    feed_audio,
+    prepared_text,
+    speech_config,
+)
 from edgetts.daemon.synth import FALLBACK_SENTENCE, FallbackUsed, Prefetch, Synthesizer, SynthRequest
 from edgetts.runtime.clock import clock_health
 
@@ -207,9 +214,7 @@ class Playout:
         text = prepared_text(nxt, assets)
         if text is None:
             return
-        config = voice_synthesis_config(settings)
-        if nxt.play_at is not None:  # its first sentence ready well before play_at (edgetts.daemon.sync)
-            config = sync.seeded(config, nxt.id)
+        config = speech_config(nxt, settings)  # (a synchronized one's too: ready well before play_at)
         key = assets.cache_key(name, text, config)
         if key is not None and assets.cache is not None and key in assets.cache:
             return  # it plays from the cache: nothing to synthesize

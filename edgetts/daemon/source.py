@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgetts.audio.job import PlaybackJob
+from edgetts.config import VoiceModelSettings
 from edgetts.daemon import sync
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.clips import Clip
@@ -103,9 +104,7 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
     text = prepared_text(entry, assets)
     if text is None:
         return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
-    config = voice_synthesis_config(settings)
-    if entry.play_at is not None:  # the same samples on every speaker of the zone
-        config = sync.seeded(config, ann.id)
+    config = speech_config(entry, settings)
     gain = assets.speech_gain(name)
     key = assets.cache_key(name, text, config)
     hit = assets.cache.get(key) if assets.cache is not None and key is not None else None
@@ -119,6 +118,13 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
         return Synthesis(variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key,
                          (variant.label, why))
     return Synthesis(voice, text, config, gain, key, fallback, name, name)
+
+
+def speech_config(entry: Entry, settings: VoiceModelSettings) -> SynthesisConfig:
+    """How ``entry`` is synthesized with a voice's ``settings``: a synchronized one's noise seeded
+    from its id (the same samples on every speaker of the zone)."""
+    config = voice_synthesis_config(settings)
+    return config if entry.play_at is None else sync.seeded(config, entry.id)
 
 
 def prepared_text(entry: Entry, assets: Assets) -> Prepared | None:
@@ -165,4 +171,4 @@ def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray]
 
 
 __all__ = ["Recorded", "Source", "Synthesis", "Unplayable", "choose_source", "fallback_clip", "feed_audio",
-           "prepared_text"]
+           "prepared_text", "speech_config"]

@@ -57,15 +57,10 @@ def play_at(ann: Announcement, topic: str, received_at: float, config: Config) -
     return None
 
 
-def announcement_seed(ident: str) -> int:
-    """The noise seed of a synchronized announcement (edgetts.voice.piper.seeded_noise.seed_for:
-    63 bits of sha256(id)), the same on every board and architecture for the same id."""
-    return seed_for(ident)
-
-
 def seeded(config: SynthesisConfig, ident: str) -> SynthesisConfig:
-    """``config`` with the noise seeded from ``ident``."""
-    return replace(config, seed=announcement_seed(ident))
+    """``config`` with the noise seeded from the announcement id ``ident`` (seed_for: 63 bits of
+    its sha256), the same on every board and architecture."""
+    return replace(config, seed=seed_for(ident))
 
 
 def sync_lead(payload: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]]) -> float:
@@ -111,5 +106,5 @@ def clock_problem(clock: ClockHealth) -> str | None:
     return f"{CLOCK_UNSYNCED} ({clock.reason})" if clock.reason else CLOCK_UNSYNCED
 
 
-__all__ = ["CLOCK_UNSYNCED", "DEFAULT_LEAD_S", "MIN_LEAD_S", "announcement_seed", "clock_problem", "member_rtf",
+__all__ = ["CLOCK_UNSYNCED", "DEFAULT_LEAD_S", "MIN_LEAD_S", "clock_problem", "member_rtf",
            "play_at", "seeded", "sync_lead"]

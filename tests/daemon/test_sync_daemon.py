@@ -15,6 +15,7 @@ import pytest
 
 from edgetts.daemon import sync
 from edgetts.runtime.clock import ClockHealth
+from edgetts.voice.piper.seeded_noise import seed_for
 
 from support.fakes import FakeVoice
 from support.pcm import tone
@@ -40,7 +41,7 @@ def test_play_at_is_kept_with_seeded_whole_sentences(daemon_rig: Any, monkeypatc
     play_at = time.time() + 1.2
     started = _say(rig, {"id": "zone-1", "text": TEXT, "play_at": play_at})
     # the same noise on every board: the seed of its id
-    assert voice.configs[-1] is not None and voice.configs[-1].seed == sync.announcement_seed("zone-1")
+    assert voice.configs[-1] is not None and voice.configs[-1].seed == seed_for("zone-1")
     assert abs(started["ts"] - play_at) < 0.2, started["ts"] - play_at  # held for its time, not played at once
     assert isinstance(started["sync_error_ms"], float) and "late_ms" not in started
     assert "detail" not in started  # the clock is synchronized here (patched)
@@ -68,7 +69,7 @@ def test_a_sync_group_plays_at_receipt_plus_its_lead(daemon_rig: Any) -> None:
     sent = time.time()
     synced = _say(rig, {"id": "g1", "text": TEXT}, "test/group/platform-2/announce")
     assert 0.8 < synced["ts"] - sent < 1.3 and "sync_error_ms" in synced
-    assert voice.configs[-1] is not None and voice.configs[-1].seed == sync.announcement_seed("g1")
+    assert voice.configs[-1] is not None and voice.configs[-1].seed == seed_for("g1")
     other = _say(rig, {"id": "g2", "text": TEXT}, "test/group/station/announce")  # not a sync group
     assert "sync_error_ms" not in other and voice.configs[-1] is not None and voice.configs[-1].seed is None
 

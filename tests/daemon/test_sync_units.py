@@ -15,6 +15,7 @@ from edgetts.daemon import sync
 from edgetts.daemon.messages import Announcement, Event, PayloadError
 from edgetts.engine import SynthesisConfig
 from edgetts.runtime.clock import ClockHealth
+from edgetts.voice.piper.seeded_noise import seed_for
 
 NOW = 1_800_000_000.0
 
@@ -75,12 +76,12 @@ def test_the_sync_section_names_file_line_and_key() -> None:
 
 
 def test_the_seed_is_the_ids_everywhere() -> None:
-    seed = sync.announcement_seed("platform-2-0815")
-    assert seed == sync.announcement_seed("platform-2-0815") and 0 <= seed < 2**63
+    seed = seed_for("platform-2-0815")
+    assert seed == seed_for("platform-2-0815") and 0 <= seed < 2**63
     # sha256's first 8 bytes, shifted: no Python hash() (salted per process), so every board agrees
     assert seed == int.from_bytes(hashlib.sha256(b"platform-2-0815").digest()[:8], "big") >> 1
-    assert sync.announcement_seed("platform-2-0816") != seed
-    assert sync.seeded(SynthesisConfig(length_scale=1.1), "x").seed == sync.announcement_seed("x")
+    assert seed_for("platform-2-0816") != seed
+    assert sync.seeded(SynthesisConfig(length_scale=1.1), "x").seed == seed_for("x")
 
 
 def _status(rtf_1min: float | None, rtf_load: float | None, voice: str = "default") -> dict[str, object]:
