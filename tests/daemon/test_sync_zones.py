@@ -44,7 +44,7 @@ LINES = [
 ]
 TOLERANCE_S = 0.005
 SPACING_S = 3.0
-"""One announcement every 3 s: the lead (~1.3-1.7 s) after publishing, ~2 s of speech at most."""
+"""One announcement every 3 s: the lead (2 s) after publishing, ~2 s of speech at most."""
 
 
 def _pin_with_a_hog(pid: int) -> subprocess.Popen[bytes]:
@@ -82,7 +82,10 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
         try:
             with rig.sink.record() as rec:
                 # back to back, as a station speaks: each is published while the one before plays
-                items = back_to_back(rig, LINES, SPACING_S)
+                # (--lead 2s: the hogged member's speed of the last minute lagged behind the hog, and
+                # the default lead of 1.2 s was once short for it in a loaded CI run; the default
+                # lead is tools/bench_sync.py's and tests/daemon/test_sync_units.py's)
+                items = back_to_back(rig, LINES, SPACING_S, lead=2.0)
                 late = _late_joiner(rig)
                 time.sleep(0.3)
                 pcm = rec.stop()
