@@ -66,6 +66,7 @@ from edgetts.daemon.side import SideSynthesis
 from edgetts.daemon.sound_card import OutputStream, player_settings
 from edgetts.daemon.speed import SpeedSample
 from edgetts.daemon.status import Status
+from edgetts.daemon.stop import bound_the_stop
 from edgetts.daemon.synth import FallbackUsed, Synthesizer
 from edgetts.engine import Voice
 from edgetts.errors import AudioDeviceError
@@ -347,10 +348,7 @@ class Daemon:
             self.scheduler.reconfigure(new.queue.max_length, new.queue.dedup_window_s)
             if self._playout.player is not None:
                 self._playout.player.reconfigure(player_settings(new, msg.assets.default_rate))
-            if msg.note:
-                self._health.set("config", msg.note)
-            else:
-                self._health.clear("config")
+            self._health.update({"config": msg.note or None})
             _LOGGER.info("configuration reloaded from %s", self.config_path)
         self._health.changed()
         self._notifier.status(self._health.get("config") or "ready")
@@ -383,6 +381,8 @@ class Daemon:
 
     # ---------------------------------------------------------- shutdown
     def _shutdown(self) -> None:
+        if self._opts.install_signals:  # the process's own daemon, not one a test runs in a thread
+            bound_the_stop()
         self._notifier.stopping("stopping")
         self._halt()
         self._services.close()

@@ -91,7 +91,7 @@ def test_long_announcement_is_bounded_and_an_emergency_cuts_in(
         assert peak < 600, f"VmHWM {peak:.0f} MB"  # "a few hundred MB"; it was 5.9 GB and growing
         assert "Traceback" not in daemon.output()
         daemon.signal(signal.SIGTERM)
-        assert daemon.wait(15) == 0
+        daemon.assert_clean_exit(15)
     finally:
         probe.close()
 
@@ -116,6 +116,6 @@ def test_resuming_late_in_a_long_text_does_not_redo_its_pieces(
         assert probe.events_of("long") == ["queued", "started", "preempted", "started"], probe.events
         assert "fallback" not in [e["event"] for e in probe.events], probe.events
         daemon.signal(signal.SIGTERM)
-        assert daemon.wait(15) == 0
+        daemon.assert_clean_exit(15)
     finally:
         probe.close()

@@ -91,7 +91,7 @@ def test_announcement_pcm_sd_notify_and_clean_stop(
         assert_played(alsa_capture.pcm(), reference(reference_voice, "Still here."), FADE, lead_in_end)
 
         daemon.signal(signal.SIGTERM)
-        assert daemon.wait(15) == 0
+        daemon.assert_clean_exit(15)
         notify_socket.collect(lambda m: any("STOPPING=1" in x for x in m), 5)
         assert any(m.startswith("STOPPING=1") for m in notify_socket.messages)
         probe.wait_status(lambda s: s["state"] == "offline", 5)
@@ -133,7 +133,7 @@ def test_sigkill_mid_announcement_replays_after_restart(
         partial = Capture(alsa_capture.conf, tmp_path / "first.raw").pcm()
         assert 0 < partial.size < expected.size // 2
         second.signal(signal.SIGTERM)
-        assert second.wait(15) == 0
+        second.assert_clean_exit(15)
     finally:
         probe.close()
 
@@ -170,7 +170,7 @@ def test_missing_voice_the_service_still_starts_on_clips(
         expected = clip_pcm(ClipLibrary(clips, 22050, -20.0).load().get("sorry"))
         assert assert_played(alsa_capture.pcm(), expected, FADE) == 0
         daemon.signal(signal.SIGTERM)
-        assert daemon.wait(15) == 0
+        daemon.assert_clean_exit(15)
         assert "Traceback" not in daemon.output()
     finally:
         probe.close()

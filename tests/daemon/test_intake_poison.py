@@ -109,7 +109,7 @@ def test_a_message_that_killed_the_daemon_twice_is_rejected_as_poison(
         assert IntakeJournal(journal_dir).entries() == {}  # both finished: nothing left to count
         assert daemon.proc is not None and daemon.proc.poll() is None
         daemon.signal(signal.SIGTERM)
-        assert daemon.wait(15) == 0
+        daemon.assert_clean_exit(15)
         out = daemon.output()
         assert "rejected as poison" in out and "Traceback" not in out
     finally:
@@ -146,6 +146,6 @@ def test_killed_while_playing_leaves_nothing_in_the_journal_and_replays(
         assert "rejected" not in probe.events_of("drill")
         assert probe.events_of("drill")[-3:] == ["queued", "started", "finished"]
         last.signal(signal.SIGTERM)
-        assert last.wait(15) == 0
+        last.assert_clean_exit(15)
     finally:
         probe.close()

@@ -214,7 +214,10 @@ class DaemonProcess:
     proc: subprocess.Popen[bytes] | None = field(default=None)
 
     def start(self) -> DaemonProcess:
-        env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1", **self.env}
+        # PYTHONFAULTHANDLER: a daemon that does not end in time is sent SIGABRT by wait(),
+        # and its log then shows where every thread stood.
+        env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
+               **self.env}
         env.pop("JOURNAL_STREAM", None)
         with open(self.log, "ab") as logf:
             self.proc = subprocess.Popen(
@@ -228,8 +231,23 @@ class DaemonProcess:
         self.proc.send_signal(signum)
 
     def wait(self, timeout: float) -> int:
+        """The exit status; a process still running after ``timeout`` fails with its threads' stacks."""
         assert self.proc is not None
-        return self.proc.wait(timeout)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)  # faulthandler dumps every thread's traceback
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            tail = "\n".join(self.output().splitlines()[-120:])
+            raise AssertionError(f"daemon still running {timeout:g} s later; its log ends:\n{tail}") from None
+
+    def assert_clean_exit(self, timeout: float = 15.0) -> None:
+        """The daemon ends with status 0 within ``timeout``; otherwise fail with its log's end."""
+        code = self.wait(timeout)
+        assert code == 0, f"exit status {code}; its log ends:\n" + "\n".join(self.output().splitlines()[-120:])
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
