@@ -108,7 +108,7 @@ def _summary(firsts: list[float], totals: list[float]) -> dict[str, float]:
             "first_chunk_p95_s": round(percentile(firsts, 0.95), 4), "total_s": round(statistics.median(totals), 3)}
 
 
-async def _bench(ports: dict[str, int], lines: list[str], runs: int) -> dict[str, dict[str, float]]:
+async def _bench(ports: dict[str, int], lines: list[str], runs: int, pause: float) -> dict[str, dict[str, float]]:
     firsts: dict[str, list[float]] = {name: [] for name in ports}
     totals: dict[str, list[float]] = {name: [] for name in ports}
     for port in ports.values():  # warm-up: both voices have spoken once before timing
@@ -117,6 +117,7 @@ async def _bench(ports: dict[str, int], lines: list[str], runs: int) -> dict[str
         run_total = dict.fromkeys(ports, 0.0)
         for line in lines:
             for name, port in ports.items():
+                await asyncio.sleep(pause)
                 first, total, _samples = await _one(port, line)
                 firsts[name].append(first)
                 run_total[name] += total
@@ -130,6 +131,9 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pause", type=float, default=0.3,
+                        help="seconds of quiet before each request (default 0.3): a server's leftovers "
+                        "(piper-tts's onnxruntime workers spin on after a run) must not slow the next one")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -140,7 +144,7 @@ def main() -> int:
     try:
         for (_name, port), proc in zip(ports.items(), procs):
             asyncio.run(_ready(port, proc))
-        result: dict[str, object] = dict(asyncio.run(_bench(ports, lines, args.runs)))
+        result: dict[str, object] = dict(asyncio.run(_bench(ports, lines, args.runs, args.pause)))
     finally:
         for proc in procs:
             proc.terminate()
@@ -148,7 +152,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     e, p = result["edgetts"], result["wyoming_piper"]
     result["ratio"] = {k: round(e[k] / p[k], 3) for k in e}  # type: ignore[index]
-    result["setup"] = {"lines": len(lines), "runs": args.runs, "threads": args.threads,
+    result["setup"] = {"lines": len(lines), "runs": args.runs, "threads": args.threads, "pause_s": args.pause,
                        "voice": "en_US-joe-medium", "noise": 0,
                        "load_avg_1min_after": round(os.getloadavg()[0], 2)}  # a shared machine says so
     print(f"{'':14} {'first median':>12} {'first p95':>10} {'total':>8}")
