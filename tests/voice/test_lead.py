@@ -13,7 +13,7 @@ import pytest
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.model_cache import default_cache_dir
 from edgetts.voice.onnx_session import RuntimeOptions
-from edgetts.voice.piper.lead import Item, Shape, Windows, _chunks, lead_s, plan_text
+from edgetts.voice.piper.lead import FAST_START_GAIN, Item, Shape, Windows, _chunks, lead_s, plan_text
 from edgetts.voice.piper.speed import Cost, SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
 from edgetts.voice.piper.windows import StreamingOptions
@@ -59,6 +59,40 @@ def test_a_fast_machine_plays_the_first_small_window_at_once(shape: Shape) -> No
     assert first is not None and first.first == 4  # 46 ms: first audio as soon as can be
     later = [w for w in plan.windows[1:] if w is not None]
     assert later and all(w.first >= 64 for w in later)  # fewest seams once it keeps up
+
+
+def _first_chunk_s(item: Item, shape: Shape, speed: SpeedModel, windows: Windows) -> float:
+    return _chunks(item, shape, speed, windows)[0][0]
+
+
+TWO_THREADS = {"front": Cost(0.008, 0.00024), "flow": Cost(0.0018, 0.0000875), "tail": Cost(0.0005, 0.00034)}
+"""This machine at 2 threads (the speed model's fit after the corpus): exact decoding keeps up."""
+FLAT_FRONT = {**TWO_THREADS, "front": Cost(0.03, 0.000005)}
+"""The same, but the front costs the same at any length: a prefix would start no sooner."""
+
+
+@pytest.mark.parametrize(("costs", "ids", "fast_start"), [
+    (TWO_THREADS, 140, True), (TWO_THREADS, 205, True), (TWO_THREADS, 300, True),
+    (FLAT_FRONT, 140, False), (FLAT_FRONT, 300, False),
+])
+def test_a_long_first_sentence_that_keeps_up_still_starts_from_its_prefix(
+    shape: Shape, costs: dict[str, Cost], ids: int, fast_start: bool,
+) -> None:
+    """Exact decoding keeps up on a fast machine, but its first audio waits for the whole sentence's
+    front: fast start is taken where it starts at least FAST_START_GAIN sooner, and only there."""
+    speed = SpeedModel(assumed=costs)
+    item = Item(ids=ids, first_in_text=True)
+    plan = plan_text([item], shape, speed)
+    chosen = plan.windows[0]
+    assert shape.options is not None and chosen is not None and plan.lead_s == 0.0
+    exact = Windows(shape.options.first_frames, shape.options.growth)
+    assert (chosen.first, chosen.growth) == (exact.first, exact.growth)  # the voice's own schedule kept up
+    fast = Windows(exact.first, exact.growth, prefix=chosen.prefix or 64)
+    gain = 1 - _first_chunk_s(item, shape, speed, fast) / _first_chunk_s(item, shape, speed, exact)
+    assert (chosen.prefix > 0) is fast_start, (gain, chosen)
+    assert (gain >= FAST_START_GAIN) is fast_start, gain
+    if fast_start and ids >= 205:
+        assert gain > 0.35  # most of a long first sentence's wait is its whole front
 
 
 @pytest.mark.parametrize("costs", [PI4, TOO_SLOW], ids=["pi4", "too-slow"])
