@@ -30,9 +30,10 @@ CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 r"""Clip and chime names: a file stem, never a path.
 \Z, not $: `$` also matches before a final newline ("fire\n" is no clip name)."""
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-"""A voice name, device id or group name: one topic level an operator chooses,
-no MQTT wildcards, no separators."""
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+r"""A voice name, device id or group name: one topic level an operator chooses,
+no MQTT wildcards, no separators.  \Z as in CLIP_NAME_RE: with `$`, "hall-1\n" passed and
+became a topic level with a newline in it."""
 
 EventName = Literal[
     "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback", "cancelled",

@@ -45,6 +45,6 @@ def test_names_accepted(name: str) -> None:
     assert NAME_RE.match(name)
 
 
-@pytest.mark.parametrize("name", ["", "-x", ".x", "a/b", "a+b", "a#", "x" * 65])
+@pytest.mark.parametrize("name", ["", "-x", ".x", "a/b", "a+b", "a#", "x" * 65, "hall-1\n", "fr\n"])
 def test_names_refused(name: str) -> None:
     assert not NAME_RE.match(name)

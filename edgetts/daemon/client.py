@@ -65,7 +65,7 @@ def target_topic(config: Config, to: str) -> tuple[str, str | None, str | None]:
     kind, _, name = to.partition("/")
     if to == "all":
         return f"{prefix}/all/announce", None, None
-    if kind in ("device", "group") and NAME_RE.match(name) and "\n" not in name:
+    if kind in ("device", "group") and NAME_RE.match(name):
         if kind == "device":
             return f"{prefix}/{name}/announce", name, None
         return f"{prefix}/group/{name}/announce", None, name

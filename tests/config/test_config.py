@@ -110,6 +110,7 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("voice:\n  degrade_to: ''\n", "F:2 voice/degrade_to: must not be empty"),
         ("voices:\n  fr:\n    model: x\n    degrade_to: nope\n", "F:4 voices/fr/degrade_to: 'nope' is neither"),
         ("device:\n  id: 'a/b'\n", "F:2 device/id:"),
+        ('device:\n  id: "hall-1\\n"\n', "F:2 device/id:"),  # a newline would end up in every topic
         ("device:\n  groups: [ok, 'no#']\n", "F:2 device/groups/1:"),
         ("mqtt:\n  port: 1\n  port: 2\n", "F:3 mqtt/port: duplicate key"),
         ("mqtt: [1, 2]\n", "F:1 mqtt: expected a mapping"),
