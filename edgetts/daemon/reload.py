@@ -30,9 +30,11 @@ class AssetsLoaded:
     """With assets: a change that needs a restart; without: why the reload is refused."""
 
 
-RESTART_SECTIONS = ("mqtt", "device", "cpu")
+RESTART_SECTIONS = ("mqtt", "device", "cpu", "memory")
 """Sections a running daemon keeps as it started with: the broker session (and the unacknowledged
-messages in hand) belong to this connection, and the threads were placed once (cpu)."""
+messages in hand) belong to this connection, the threads were placed once (cpu), and the voices'
+weights were locked or not as they were loaded (memory: a reload keeps voices whose settings did
+not change, so a new `memory.lock` would only be checked, never applied, until a restart)."""
 
 
 def read_config(path: Path, running: Config) -> tuple[Config, str | None]:

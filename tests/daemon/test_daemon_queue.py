@@ -345,6 +345,15 @@ def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(
     assert {d["what"]: d["reason"] for d in st["degraded"]}["config"] == "cpu changes take effect after a restart"
     assert rig.daemon.config.cpu == started_cpu and rig.daemon.config.audio.lead_in_ms == 40
 
+    # memory.lock applies as the voices load: kept for the restart too, and said so
+    started_memory = rig.daemon.config.memory
+    assert started_memory.lock
+    rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 40\n") + "memory:\n  lock: false\n")
+    rig.daemon.request_reload()
+    st = rig.probe.wait_status(lambda s: any(d.get("reason") == "memory changes take effect after a restart"
+                                             for d in s["degraded"]))
+    assert rig.daemon.config.memory == started_memory
+
     real = reload_mod.build_assets
     monkeypatch.setattr(reload_mod, "build_assets", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug")))
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 60\n"))
