@@ -7,7 +7,10 @@ over the `wyoming` package's own client; the servers alternate line by line, so 
 noise hits both alike.  Measured per line: seconds from sending `synthesize` to the first
 `audio-chunk`, and to `audio-stop`.
 
-    python tools/bench_wyoming.py [--corpus F] [--runs N] [--threads T] [--json OUT]
+    python tools/bench_wyoming.py [--corpus F] [--runs N] [--threads T] [--pause S] [--json OUT]
+
+``--pause`` (0.3 s): quiet before each request, so neither server runs beside the other's
+leftovers (piper-tts's onnxruntime workers spin for ~40 ms after a run).
 
 JSON: {"edgetts": {...}, "wyoming_piper": {...}, "ratio": {...}} with first_chunk_median_s,
 first_chunk_p95_s and total_s (the corpus's summed synthesize-to-audio-stop, median over

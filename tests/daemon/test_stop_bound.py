@@ -8,6 +8,8 @@ import time
 
 from edgetts.daemon.stop import STOP_LIMIT_S
 
+from support.paths import ROOT
+
 # A process stuck as a hung stop would be: its main thread waits for a thread that never ends.
 _HUNG = """
 import threading, time
@@ -45,8 +47,6 @@ def test_a_stop_that_ends_in_time_is_not_cut_short() -> None:
 
 
 def test_the_bound_is_inside_the_units_stop_timeout() -> None:
-    from tests.support.paths import ROOT
-
     unit = (ROOT / "systemd" / "edgetts.service").read_text()
     line = next(ln for ln in unit.splitlines() if ln.startswith("TimeoutStopSec="))
     assert STOP_LIMIT_S < float(line.split("=", 1)[1])
