@@ -33,6 +33,13 @@ _LOGGER = logging.getLogger(__name__)
 MAX_PENDING = 32
 """Chunks made ahead of a stream's reader; beyond that the stream waits (memory stays bounded)."""
 
+FIRST_HANDOFF_S = 0.01
+"""After a stream's first chunk the lane waits (at most this long) until the reader has sent it
+on and asks for the next.  Otherwise the next window's model run takes every core at once, and
+the reader's threads (the asyncio loop writing to the socket) wait for the scheduler: measured
+here, 2 threads on 2 cores, the first Wyoming chunk reached its client 4-7 ms after the voice
+made it, against about 1 ms with the wait."""
+
 
 class SideBusy(EdgeTTSError):
     """More side streams were asked for than ``limit`` running plus ``backlog`` waiting."""
@@ -57,6 +64,10 @@ class SideStream:
         """The reader has seen the end (or the error): later calls say so again."""
         self._error: BaseException | None = None
         self.closed = False
+        self._handed = 0
+        """Chunks the reader has taken (reader side only)."""
+        self._asked = threading.Event()
+        """Set when the reader asks for a chunk after the first, or goes (FIRST_HANDOFF_S)."""
 
     # ------------------------------------------------------------ reader side
     def get(self, timeout: float | None = None) -> AudioChunk | None:
@@ -65,6 +76,8 @@ class SideStream:
             if self._error is not None:
                 raise self._error
             return None
+        if self._handed:
+            self._asked.set()  # the first chunk is sent on: the lane may take the cores again
         try:
             item = self._out.get(timeout=timeout)
         except queue.Empty:
@@ -77,6 +90,7 @@ class SideStream:
         if isinstance(item, BaseException):
             self._ended, self._error = True, item
             raise item
+        self._handed += 1
         return item
 
     def __iter__(self) -> Iterator[AudioChunk]:
@@ -98,6 +112,7 @@ class SideStream:
         """The reader is done (or gone): the lane drops the stream before its next chunk."""
         if not self.closed:
             self.closed = True
+            self._asked.set()
             self._out.put(_END)  # a reader blocked in get() returns
             self._lane.wake()
 
@@ -109,9 +124,12 @@ class SideStream:
     def step(self) -> bool:
         """Make the next chunk (lane thread only); False once the stream has ended."""
         try:
-            if self._chunks is None:
+            first = self._chunks is None
+            if first:
                 self._chunks = iter(self._voice.synthesize(self._text, self._config))
             self._out.put(next(self._chunks))
+            if first:
+                self._asked.wait(FIRST_HANDOFF_S)
             return True
         except StopIteration:
             self._out.put(_END)
@@ -235,4 +253,4 @@ class SideSynthesis:
             self._worker.join(2.0)
 
 
-__all__ = ["MAX_PENDING", "SideBusy", "SideStream", "SideSynthesis"]
+__all__ = ["FIRST_HANDOFF_S", "MAX_PENDING", "SideBusy", "SideStream", "SideSynthesis"]

@@ -76,6 +76,38 @@ def test_streams_take_turns_and_deliver_their_chunks_in_order() -> None:
     assert lane.streams == 0
 
 
+def test_the_lane_lets_the_first_chunk_out_before_it_makes_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a stream's first chunk the lane waits until the reader has sent it on (asks for the
+    next), so the next model run does not take the cores the reader needs; never for long."""
+    from edgetts.daemon import side
+
+    monkeypatch.setattr(side, "FIRST_HANDOFF_S", 30.0)  # long enough that only the reader ends the wait
+    log: list[tuple[str, int]] = []
+    lane = SideSynthesis(limit=1)
+    stream = lane.open(CountingVoice(log, n=3), _text("a"), CONFIG)
+    lane.start_worker()
+    first = stream.get(timeout=10)
+    assert first is not None and float(first.audio[0]) == 0.0
+    time.sleep(0.05)  # "sending it on"
+    log.append(("sent", 0))
+    assert [float(c.audio[0]) for c in stream] == [1.0, 2.0]
+    assert log == [("a", 0), ("sent", 0), ("a", 1), ("a", 2)]  # nothing was made while it was sent
+    lane.close()
+
+    # a reader that takes the first chunk and goes: the lane does not wait for it
+    monkeypatch.setattr(side, "FIRST_HANDOFF_S", 0.05)
+    log.clear()
+    lane = SideSynthesis(limit=1)
+    gone = lane.open(CountingVoice(log, n=MAX_PENDING + 5), _text("g"), CONFIG)
+    lane.start_worker()
+    assert gone.get(timeout=10) is not None
+    deadline = time.monotonic() + 10
+    while len(log) < MAX_PENDING + 1:  # it goes on making chunks until the pending bound
+        assert time.monotonic() < deadline, log
+        time.sleep(0.01)
+    lane.close()
+
+
 def test_a_full_lane_refuses_with_sidebusy_and_a_closed_place_is_free_again() -> None:
     voice = CountingVoice([])
     lane = SideSynthesis(limit=1, backlog=1)
