@@ -44,7 +44,7 @@ LINES = [
 ]
 TOLERANCE_S = 0.005
 SPACING_S = 3.0
-"""One announcement every 3 s: the lead (2 s) after publishing, ~2 s of speech at most."""
+"""One announcement every 3 s: the lead (3 s) after publishing, ~2 s of speech at most."""
 
 
 def _pin_with_a_hog(pid: int) -> subprocess.Popen[bytes]:

@@ -241,13 +241,12 @@ class DaemonProcess:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 pass
-            tail = "\n".join(self.output().splitlines()[-120:])
-            raise AssertionError(f"daemon still running {timeout:g} s later; its log ends:\n{tail}") from None
+            raise AssertionError(f"daemon still running {timeout:g} s later; its log ends:\n{self.log_end()}") from None
 
     def assert_clean_exit(self, timeout: float = 15.0) -> None:
         """The daemon ends with status 0 within ``timeout``; otherwise fail with its log's end."""
         code = self.wait(timeout)
-        assert code == 0, f"exit status {code}; its log ends:\n" + "\n".join(self.output().splitlines()[-120:])
+        assert code == 0, f"exit status {code}; its log ends:\n{self.log_end()}"
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -256,6 +255,10 @@ class DaemonProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def log_end(self, lines: int = 120) -> str:
+        """The last ``lines`` lines of the log (for a failure's message)."""
+        return "\n".join(self.output().splitlines()[-lines:])
 
 
 @pytest.fixture()

@@ -156,19 +156,21 @@ def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, 
         if start <= floor + 1e-6 and (index == 0 or not item.first_in_text):
             # Keeps up: for later sentences the cheapest that does; for the first, the
             # voice's own schedule (smallest first window) if it does, else the soonest start.
-            return _sooner_with_fast_start(clock, item, shape, speed, windows, start) if index == 0 else windows
+            if index == 0:
+                return _sooner_with_fast_start(clock, item, shape, options, speed, windows, start)
+            return windows
         if best is None or start < best[0] - 0.02 * best[0] or (start <= best[0] * 1.02 and compute < best[1]):
             best = (start, compute, windows)
     assert best is not None
     return best[2]
 
 
-def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, speed: SpeedModel, windows: Windows,
-                            start: float) -> Windows:
+def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions,
+                            speed: SpeedModel, windows: Windows, start: float) -> Windows:
     """The first sentence keeps up with ``windows`` (exact): fast start's variant of it if that
     starts at least FAST_START_GAIN sooner (a long sentence's whole front before its first audio)."""
     best = (start * (1.0 - FAST_START_GAIN), windows)
-    for candidate in _candidates(item, shape.options or StreamingOptions()):
+    for candidate in _candidates(item, options):
         if candidate.prefix and (candidate.first, candidate.growth) == (windows.first, windows.growth):
             sooner, _compute = clock.trial(_chunks(item, shape, speed, candidate))
             if sooner < best[0]:
