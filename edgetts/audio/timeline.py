@@ -40,6 +40,8 @@ BLOCKED_S = 0.001
 #: The epoch jumped later by more than this (in three measurements running): the device ran dry
 #: and lost that much of the timeline.  (Pulse's 10 ms ticks make single measurements vary by ~6 ms.)
 JUMP_S = 0.015
+#: Measurements in a row that must show the jump (see DeviceClock._add).
+JUMP_WRITES = 3
 #: How far ahead of real time a stream that never blocks may be written.
 RUN_AHEAD_S = 0.2
 
@@ -109,10 +111,10 @@ class DeviceClock:
     def _add(self, now: float, epoch: float) -> float:
         old = self.epoch
         self._epochs.append((now, epoch))
-        while len(self._epochs) > 3 and self._epochs[0][0] < now - WINDOW_S:
+        while len(self._epochs) > JUMP_WRITES and self._epochs[0][0] < now - WINDOW_S:
             self._epochs.popleft()
-        recent = [e for _, e in list(self._epochs)[-3:]]
-        if old is None or not self.warm or len(recent) < 3 or min(recent) - old <= JUMP_S:
+        recent = [e for _, e in list(self._epochs)[-JUMP_WRITES:]]
+        if old is None or not self.warm or len(recent) < JUMP_WRITES or min(recent) - old <= JUMP_S:
             return 0.0
         # Re-based on the measurements after the jump, but for the first: taken while the device
         # was dry (its queue empty, not yet restarted), it says the restart is earlier than it was.
@@ -141,6 +143,8 @@ class TimedPlay:
         self._consumed = 0
         """Job samples written or skipped."""
         self._in_gap = False
+        self._counts: collections.deque[int] = collections.deque(maxlen=JUMP_WRITES + 1)
+        """The writer's underrun count before each of the latest writes."""
         stage.barrier = None
         stage.timed = True
 
@@ -206,14 +210,26 @@ class TimedPlay:
         """Write ``frames`` of silence, unless a stream that never blocks is ahead of real time."""
         if self._clock.runs_ahead(2 * self._block / self._rate):
             return self._wait(0.002)
-        before = self._clocks.mono()
+        before, counted = self._clocks.mono(), self._writer.underruns
         self._writer.write(self._job.converter.silence(frames))
-        self._note_lost(self._clock.wrote(before, frames))
+        self._note_lost(self._clock.wrote(before, frames), counted)
         return None
 
-    def _note_lost(self, lost_s: float) -> None:
-        if lost_s > 0:
-            self._lost += round(lost_s * self._rate)
+    def _note_lost(self, lost_s: float, counted: int) -> None:
+        """The device lost ``lost_s`` of the timeline (ran dry) at the write just made, before which
+        the writer had counted ``counted`` underruns.  Once the job has begun that is a dropout the
+        listener heard, what it stood for being skipped: counted here unless the writer's own
+        account (a write later than the device's whole buffer) or a gap in hand already did.  A
+        stall longer than JUMP_S but shorter than the buffer's latency (~0.09 s through PulseAudio)
+        used to be skipped without a word: `finished` said 0 underruns for a dropout."""
+        self._counts.append(counted)
+        if lost_s <= 0:
+            return
+        self._lost += round(lost_s * self._rate)
+        # (the clock sees a jump a few writes after it: the writer may have counted it meanwhile)
+        if self._started and not self._in_gap and self._writer.underruns == self._counts[0]:
+            self._writer.underruns += 1
+            self._writer.gap_s += lost_s
 
     def _to_target(self) -> JobEnd | None:
         """Keep the stream running on silence; fix the first sample's frame at the last moment."""
@@ -261,10 +277,10 @@ class TimedPlay:
     def _emit(self, n: int) -> None:
         self._start_fields()
         samples, pos, gain = self._stage.take(n)
-        before = self._clocks.mono()
+        before, counted = self._clocks.mono(), self._writer.underruns
         self._stage.emit(samples, pos, gain)
         self._consumed += samples.size
-        self._note_lost(self._clock.wrote(before, samples.size))
+        self._note_lost(self._clock.wrote(before, samples.size), counted)
         self._in_gap = False
 
     def _starving(self) -> JobEnd | None:

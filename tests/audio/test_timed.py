@@ -309,6 +309,32 @@ def test_a_device_that_ran_dry_is_caught_up_on_the_timeline() -> None:
     assert finished.underruns == 1
 
 
+def test_a_dropout_shorter_than_the_buffer_latency_is_counted_too() -> None:
+    """Through PulseAudio the writer's own account tolerates a write as late as the stream's latency
+    (~0.09 s), but a stall that empties the device's smaller queue is a dropout all the same: the
+    clock sees the delay jump, the rest is skipped into step, and `finished` says so with its gap
+    (it used to say 0 underruns, and a zone test found the samples missing on the hogged member)."""
+    device = SimDevice(DeviceFormat(RATE))
+    device.latency_s = 0.093  # as the paced sink's stream reports it: the writer's tolerance
+    player, reports = _player(device)
+    audio = _noise(1.0, seed=8)
+    try:
+        job = _timed_job(player, device, 0.3)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        device.hooks.append((target_mono + 0.3, lambda: setattr(device, "now", device.now + 0.06)))
+        player.submit(job)
+        _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    assert len(device.segments) == 2  # it ran dry once
+    assert finished.underruns == 1, finished
+    # dry for the stall less what the device had queued (at most its 768 frames, ~35 ms)
+    assert 0.015 <= finished.gap_ms / 1000.0 <= 0.06, finished
+
+
 def test_a_job_that_reaches_the_player_after_its_target_joins_in_step() -> None:
     device = SimDevice(DeviceFormat(RATE))
     player, reports = _player(device)
