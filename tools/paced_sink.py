@@ -42,6 +42,22 @@ _PAREC_LATENCY_MS = 10
 _FIT_WINDOW_S = 0.25
 _SKIP_START_S = 1.0
 
+# The sink stands for a sound card, whose clock no CPU load stops.  PulseAudio runs its sink's
+# thread at SCHED_RR already, but takes its clients' audio in its main thread, which a test's own
+# load (four daemons and a CPU hog on two cores) could starve: a zone's stream would run dry at
+# the server, and all after it be heard a few ms late, a fault of the rig, not of the player.
+_SERVER_RR_PRIORITY = 5
+"""The main thread's, as the sink thread's (PulseAudio resets a policy it was started with)."""
+
+
+def _realtime_main_thread(pid: int) -> bool:
+    """SCHED_RR for ``pid``'s main thread where allowed (root); False where not."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_RR, os.sched_param(_SERVER_RR_PRIORITY))
+    except (PermissionError, OSError):
+        return False
+    return True
+
 
 class PacedSinkError(RuntimeError):
     """pulseaudio or parec is missing or did not come up."""
@@ -261,6 +277,7 @@ class PacedSink:
         log.close()
         try:
             self._wait_ready(timeout=15.0)
+            _realtime_main_thread(self._proc.pid)
             # An idle null sink renders nothing, so its monitor would record nothing between two
             # streams and a recording would not keep the sink's clock: a stream of zeros keeps
             # it running (mixed in, it changes no sample).

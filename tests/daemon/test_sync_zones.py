@@ -64,7 +64,8 @@ def _check_onsets(rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref:
     onsets = []
     for device in devices:
         h = by_device[device]
-        assert h.score > 0.9, (item.id, device, h)  # the very samples: the same noise everywhere
+        # the very samples: the same noise everywhere
+        assert h.score > 0.9, (item.id, device, h, item.events.get(device, {}).get("finished"))
         onsets.append(h.onset_unix)
         assert abs(h.onset_unix - item.play_at) <= TOLERANCE_S, (item.id, device, h.onset_unix - item.play_at)
     assert max(onsets) - min(onsets) <= TOLERANCE_S, (item.id, [o - item.play_at for o in onsets])
