@@ -27,6 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from pcm_gaps import find_gaps, onset_s  # (re-exported: tests and tools import them from here)
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -42,19 +44,15 @@ _PAREC_LATENCY_MS = 10
 _FIT_WINDOW_S = 0.25
 _SKIP_START_S = 1.0
 
-# The sink stands for a sound card, whose clock no CPU load stops.  PulseAudio runs its sink's
-# thread at SCHED_RR already, but takes its clients' audio in its main thread, which a test's own
-# load (four daemons and a CPU hog on two cores) could starve: a zone's stream would run dry at
-# the server, and all after it be heard a few ms late, a fault of the rig, not of the player.
-_SERVER_RR_PRIORITY = 5
-"""The main thread's, as the sink thread's (PulseAudio resets a policy it was started with)."""
-
-
+# The sink stands for a sound card, the recording for a microphone: no CPU load stops their
+# clocks.  PulseAudio takes clients' audio in its main thread, and a recording's time line is when
+# parec hands us each block; a test's own load (four daemons and a hog on two cores) could starve
+# either, a fault of the rig, not of the player.  So they run SCHED_RR, as the sink's thread.
 def _realtime_main_thread(pid: int) -> bool:
-    """SCHED_RR for ``pid``'s main thread where allowed (root); False where not."""
+    """SCHED_RR 5 for ``pid``'s main thread (0: this thread) where allowed (root)."""
     try:
-        os.sched_setscheduler(pid, os.SCHED_RR, os.sched_param(_SERVER_RR_PRIORITY))
-    except (PermissionError, OSError):
+        os.sched_setscheduler(pid, os.SCHED_RR, os.sched_param(5))
+    except OSError:
         return False
     return True
 
@@ -99,6 +97,7 @@ class Recording:
             ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", *layout, "--format=s16le",
              "--raw", f"--latency-msec={latency_ms or _PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
+        _realtime_main_thread(self._proc.pid)
         self._unix_minus_mono = time.time() - time.monotonic()  # (to some microseconds)
         self._received = 0
         self._epoch: float | None = None
@@ -117,6 +116,7 @@ class Recording:
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
+        _realtime_main_thread(0)  # (the arrival times are this thread's)
         fd = self._proc.stdout.fileno()
         while True:
             data = os.read(fd, 1 << 16)
@@ -355,35 +355,6 @@ class PacedSink:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
-
-
-def find_gaps(pcm: np.ndarray, rate: int, min_gap_ms: float = 20.0, threshold: int = 1) -> list[tuple[float, float]]:
-    """(start_s, length_s) of runs of ``|x| <= threshold`` lasting ``min_gap_ms`` or more.
-
-    Only inside the non-silent span (first to last sample above ``threshold``): the silence a
-    recording has before the first sound and after the last is no gap.
-    """
-    import numpy as np
-
-    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > threshold)
-    if loud.size < 2:
-        return []
-    # Gaps are the jumps between consecutive loud samples.
-    steps = np.diff(loud)
-    min_len = min_gap_ms / 1000.0 * rate
-    gaps: list[tuple[float, float]] = []
-    for i in np.flatnonzero(steps - 1 >= min_len):
-        start = int(loud[i]) + 1
-        gaps.append((start / rate, (int(steps[i]) - 1) / rate))
-    return gaps
-
-
-def onset_s(pcm: np.ndarray, rate: int, threshold: int = 1) -> float | None:
-    """Seconds into ``pcm`` of its first sample above ``threshold``; None when all is silent."""
-    import numpy as np
-
-    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > threshold)
-    return float(loud[0]) / rate if loud.size else None
 
 
 def main() -> None:
