@@ -71,6 +71,7 @@ from edgetts.daemon.synth import FallbackUsed, Synthesizer
 from edgetts.engine import Voice
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.cpu_plan import plan_cpu
+from edgetts.runtime.heap import freeze_startup_heap
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -208,10 +209,9 @@ class Daemon:
             f"{self.config.base_topic}/announce", lambda: self._assets, self._inbox.put, self._side, self._feed,
             self._link, self.scheduler.snapshot))
         default = self._assets.default_voice
-        if default is not None:
-            self._notifier.ready(f"ready: voice {default.name}, waiting for announcements")
-        else:
-            self._notifier.ready("ready on clips only: the default voice did not load")
+        freeze_startup_heap()  # a full collection must not hold the GIL from the audio thread
+        self._notifier.ready(f"ready: voice {default.name}, waiting for announcements" if default is not None
+                             else "ready on clips only: the default voice did not load")
         _LOGGER.info("edgetts %s ready: voices %s; %d clips", __version__,
                      ", ".join(self.voices) or "none", len(self.clips))
         try:

@@ -9,6 +9,7 @@ of an announcement that lasts several seconds.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -67,6 +68,9 @@ def test_announcement_pcm_sd_notify_and_clean_stop(
         status = probe.statuses[-1]
         assert status["voice"] and status["version"] and status["queue_depth"] == 0
         assert status["degraded"] == []
+        # the start-up heap is frozen: a full collection no longer walks it (runtime/heap.py)
+        frozen = re.search(r"froze (\d+) start-up objects", daemon.output())
+        assert frozen and int(frozen.group(1)) > 10_000, daemon.log_end()
         # memory.lock (default on) as root: the voice's weights are locked in RAM (issue 5)
         weights = sum(span.nbytes for span in find_initializers(default_voice_path()))
         assert status["locked_bytes"] >= weights
