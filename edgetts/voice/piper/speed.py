@@ -15,10 +15,9 @@ preempted run is what the listener waits for.
 from __future__ import annotations
 
 import collections
+import statistics
 import threading
 from dataclasses import dataclass
-
-import numpy as np
 
 KINDS = ("front", "flow", "tail", "whole")
 
@@ -97,13 +96,22 @@ class SpeedModel:
 
 def _fit(samples: collections.deque[tuple[float, float]], before: Cost) -> Cost:
     """Least squares ``seconds = fixed + per_unit * size`` (both >= 0); with one size only, the
-    fixed part of ``before`` is kept and the rest is per unit."""
-    sizes = np.fromiter((s for s, _ in samples), dtype=np.float64)
-    secs = np.fromiter((t for _, t in samples), dtype=np.float64)
-    if sizes.size < 3 or float(np.ptp(sizes)) < 0.25 * float(sizes.mean()):
-        fixed = min(before.fixed, float(secs.min()))
-        return Cost(fixed, max(0.0, float(np.median((secs - fixed) / sizes))))
-    per_unit, fixed = np.polyfit(sizes, secs, 1)
+    fixed part of ``before`` is kept and the rest is per unit.
+
+    Plain Python over at most _KEEP pairs: it runs after every model run, three times before a
+    text's first audio, and numpy's polyfit on 48 points cost ~0.3 ms a fit here (~1 ms of a
+    ~30 ms first chunk), this ~0.02 ms."""
+    n = len(samples)
+    sum_x = sum(s for s, _ in samples)
+    mean_x = sum_x / n
+    if n < 3 or max(s for s, _ in samples) - min(s for s, _ in samples) < 0.25 * mean_x:
+        fixed = min(before.fixed, min(t for _, t in samples))
+        return Cost(fixed, max(0.0, statistics.median((t - fixed) / s for s, t in samples)))
+    sum_y = sum(t for _, t in samples)
+    mean_y = sum_y / n
+    sxx = sum((s - mean_x) ** 2 for s, _ in samples)
+    per_unit = sum((s - mean_x) * (t - mean_y) for s, t in samples) / sxx
+    fixed = mean_y - per_unit * mean_x
     if fixed < 0 or per_unit < 0:  # cache effects bend the line: then a line through zero
-        return Cost(0.0, float(np.sum(sizes * secs) / np.sum(sizes * sizes)))
-    return Cost(float(fixed), float(per_unit))
+        return Cost(0.0, sum(s * t for s, t in samples) / sum(s * s for s, _ in samples))
+    return Cost(fixed, per_unit)
