@@ -92,13 +92,17 @@ class DeviceClock:
     def wrote(self, before: float, frames: int) -> float:
         """``frames`` were written by a call that began at ``before`` (monotonic): measure; the
         seconds of timeline the device lost (it ran dry) since the last measurement."""
+        # The delay first, then the time: a stall between the two (the GIL taken by another thread)
+        # then makes this estimate late, which the earliest-of-the-last-second drops.  The other
+        # way round it came out early by the stall, stood as the estimate for a second, and when it
+        # aged out the estimate jumped later: a dry spell that never was, its samples skipped.
+        delay = self.last_delay = delay_s(self._stream)
         now = self._clocks.mono()
         earlier = self.frames / self._rate
         self.frames += frames
         old = self._account
         start = before if old is None else max(old + earlier, before)
         self._account = start - earlier
-        delay = self.last_delay = delay_s(self._stream)
         if delay is None:  # the account alone: a write after what was written ended found it dry
             self._add(now, self._account)
             return 0.0 if old is None else self._account - old

@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,9 +119,6 @@ class AudioPinResult:
 #: kernel's threaded IRQs (50) so the sound card's interrupt still wins.
 AUDIO_RT_PRIORITY = 10
 
-#: The interpreter's thread switch interval once an audio thread is real-time (Python's default: 5 ms).
-AUDIO_SWITCH_INTERVAL_S = 0.001
-
 
 def pin_audio_thread(core: int | None, *, realtime: bool = False,
                      priority: int = AUDIO_RT_PRIORITY) -> AudioPinResult:
@@ -142,11 +138,6 @@ def pin_audio_thread(core: int | None, *, realtime: bool = False,
         try:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
             is_rt = True
-            # A real-time thread is still Python: it waits for the GIL between two writes, and asks
-            # its holder to let go only after the switch interval.  The device's queue is ~35 ms
-            # through PulseAudio (768 frames); 5 ms of it waited before even asking is too much
-            # where the holder shares its core with other work.
-            sys.setswitchinterval(min(sys.getswitchinterval(), AUDIO_SWITCH_INTERVAL_S))
         except OSError as err:
             name = errno.errorcode.get(err.errno or 0, str(err.errno))
             problems.append(

@@ -171,6 +171,52 @@ def test_first_sample_heard_at_the_target_given_the_reported_delay() -> None:
 
 
 
+class _StallsBeforeOneReading(SimDevice):
+    """The audio thread waits 20 ms (for the GIL, say) just before one delay reading: the device
+    plays on meanwhile, so that reading is 20 ms smaller than the one a moment before."""
+
+    def __init__(self, fmt: DeviceFormat, stall_after: float) -> None:
+        super().__init__(fmt)
+        self._stall_after: float | None = stall_after
+        self._wrote = False
+
+    def write(self, data: bytes) -> None:
+        super().write(data)
+        self._wrote = True
+
+    def delay_s(self) -> float | None:
+        # (the reading that goes with a write: the one the timeline pairs with the time)
+        if self._wrote and self._stall_after is not None and self.now >= self._stall_after:
+            self._stall_after = None
+            self.now += 0.02
+        self._wrote = False
+        return super().delay_s()
+
+
+def test_a_stall_between_a_write_and_its_delay_reading_moves_nothing() -> None:
+    """A delay read later than the time it is paired with made the estimate early by the stall, and
+    the next readings looked like a jump later: a dry spell that never was, 20 ms of the job
+    skipped mid-word (and, before the target, `late_ms` on a member that was on time: CI)."""
+    device = _StallsBeforeOneReading(DeviceFormat(RATE), stall_after=1000.0 + 0.8 + 0.2)  # mid-job
+    player, reports = _player(device)
+    audio = _noise(0.5, seed=9)
+    try:
+        job = _timed_job(player, device, 0.8)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        started = _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    assert device._stall_after is None  # the stall happened
+    fade = int(RATE * 0.005)
+    _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
+    assert started.late_ms == 0.0, started
+    assert finished.underruns == 0, finished
+
+
 def test_late_audio_joins_in_step_and_reports_what_it_skipped() -> None:
     device = SimDevice(DeviceFormat(RATE))
     player, reports = _player(device)
