@@ -6,7 +6,7 @@ GIL, in whichever thread triggered it, at normal priority.  After loading a voic
 ~40k such objects (onnxruntime, numpy, paho, the config, the voice's tables): measured here, a
 full collection took 9.3 ms, on a Pi 4 core several times that, and on a core shared with other
 work (the zone test's CPU hog) the thread holding the GIL is preempted in the middle of it.  The
-device's queue (~0.09 s through PulseAudio) is what such a pause eats into.
+device's queue (768 frames, ~35 ms through PulseAudio) is what such a pause eats into.
 
 Nearly all of those objects live as long as the process, so after start-up they are collected
 once and frozen (:func:`gc.freeze`, Python 3.7+): later collections only walk what was allocated
