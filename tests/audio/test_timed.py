@@ -217,6 +217,46 @@ def test_a_stall_between_a_write_and_its_delay_reading_moves_nothing() -> None:
     assert finished.underruns == 0, finished
 
 
+class _LateReadingsBeforeTheTarget(SimDevice):
+    """Readings say 6 ms more delay than there is from ``late_from`` on (a sound server's ticks:
+    a reading is never early, sometimes late), so the earliest, accurate one ages out of the
+    estimate's window just as the job starts."""
+
+    def __init__(self, fmt: DeviceFormat, late_from: float) -> None:
+        super().__init__(fmt)
+        self._late_from = late_from
+
+    def delay_s(self) -> float | None:
+        delay = super().delay_s()
+        return delay + 0.006 if delay is not None and self.now >= self._late_from else delay
+
+
+def test_a_start_fixed_from_a_settled_estimate_is_not_moved_by_its_jitter() -> None:
+    """Re-fixing the first frame at the target from an estimate that had only grown later by the
+    readings' jitter skipped the job's first 6 ms and said `late_ms` (a member on time, CI)."""
+    from edgetts.audio.timeline import WINDOW_S
+
+    in_s = 1.6
+    # The first frame is fixed ~44 ms before the target (its 2 blocks and the device's queue) and
+    # looked at again ~34 ms before it: the last accurate reading leaves the window in between.
+    device = _LateReadingsBeforeTheTarget(DeviceFormat(RATE), late_from=1000.0 + in_s - WINDOW_S - 0.039)
+    player, reports = _player(device)
+    audio = _noise(0.5, seed=10)
+    try:
+        job = _timed_job(player, device, in_s)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        player.submit(job)
+        started = _until(reports, "started")
+        _until(reports, "finished")
+    finally:
+        player.close()
+    assert started.late_ms == 0.0, started
+    fade = int(RATE * 0.005)
+    _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
+
+
 def test_late_audio_joins_in_step_and_reports_what_it_skipped() -> None:
     device = SimDevice(DeviceFormat(RATE))
     player, reports = _player(device)
