@@ -142,6 +142,27 @@ def _timed_job(player: Player, device: SimDevice, in_s: float, output_delay_s: f
     return job
 
 
+def _play_timed(device: SimDevice, audio: np.ndarray, in_s: float, stall_at_s: float | None = None,
+                stall_s: float = 0.0) -> tuple[PlayerReport, PlayerReport, float]:
+    """One timed job of ``audio``, due ``in_s`` from now, played on ``device`` (the audio thread
+    stalled ``stall_s`` at ``stall_at_s`` after the target, if given): its `started` and
+    `finished` reports and its target (simulated monotonic time)."""
+    player, reports = _player(device)
+    try:
+        job = _timed_job(player, device, in_s)
+        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
+        job.feed(audio, RATE, (0, 0), speech=True)
+        job.end()
+        if stall_at_s is not None:
+            device.hooks.append((target_mono + stall_at_s, lambda: setattr(device, "now", device.now + stall_s)))
+        player.submit(job)
+        started = _until(reports, "started")
+        finished = _until(reports, "finished")
+    finally:
+        player.close()
+    return started, finished, target_mono
+
+
 def test_first_sample_heard_at_the_target_given_the_reported_delay() -> None:
     device = SimDevice(DeviceFormat(RATE), latency_s=0.0123)
     player, reports = _player(device, lead_in_ms=200)  # (a timed start has no lead-in)
@@ -198,18 +219,8 @@ def test_a_stall_between_a_write_and_its_delay_reading_moves_nothing() -> None:
     the next readings looked like a jump later: a dry spell that never was, 20 ms of the job
     skipped mid-word (and, before the target, `late_ms` on a member that was on time: CI)."""
     device = _StallsBeforeOneReading(DeviceFormat(RATE), stall_after=1000.0 + 0.8 + 0.2)  # mid-job
-    player, reports = _player(device)
     audio = _noise(0.5, seed=9)
-    try:
-        job = _timed_job(player, device, 0.8)
-        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
-        job.feed(audio, RATE, (0, 0), speech=True)
-        job.end()
-        player.submit(job)
-        started = _until(reports, "started")
-        finished = _until(reports, "finished")
-    finally:
-        player.close()
+    started, finished, target_mono = _play_timed(device, audio, 0.8)
     assert device._stall_after is None  # the stall happened
     fade = int(RATE * 0.005)
     _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
@@ -240,18 +251,8 @@ def test_a_start_fixed_from_a_settled_estimate_is_not_moved_by_its_jitter() -> N
     # The first frame is fixed ~44 ms before the target (its 2 blocks and the device's queue) and
     # looked at again ~34 ms before it: the last accurate reading leaves the window in between.
     device = _LateReadingsBeforeTheTarget(DeviceFormat(RATE), late_from=1000.0 + in_s - WINDOW_S - 0.039)
-    player, reports = _player(device)
     audio = _noise(0.5, seed=10)
-    try:
-        job = _timed_job(player, device, in_s)
-        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
-        job.feed(audio, RATE, (0, 0), speech=True)
-        job.end()
-        player.submit(job)
-        started = _until(reports, "started")
-        _until(reports, "finished")
-    finally:
-        player.close()
+    started, _finished, target_mono = _play_timed(device, audio, in_s)
     assert started.late_ms == 0.0, started
     fade = int(RATE * 0.005)
     _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
@@ -370,19 +371,8 @@ def test_a_device_that_ran_dry_is_caught_up_on_the_timeline() -> None:
     sees its measured delay jump, counts the underrun, and skips what the stall cost, so the rest
     is heard at its time again (not 65 ms behind the other boards)."""
     device = SimDevice(DeviceFormat(RATE))
-    player, reports = _player(device)
     audio = _noise(1.0, seed=6)
-    try:
-        job = _timed_job(player, device, 0.3)
-        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
-        job.feed(audio, RATE, (0, 0), speech=True)
-        job.end()
-        device.hooks.append((target_mono + 0.3, lambda: setattr(device, "now", device.now + 0.1)))
-        player.submit(job)
-        _until(reports, "started")
-        finished = _until(reports, "finished")
-    finally:
-        player.close()
+    _started, finished, target_mono = _play_timed(device, audio, 0.3, stall_at_s=0.3, stall_s=0.1)
     assert len(device.segments) == 2  # it did run dry once
     pcm, want = device.pcm(), _ints(audio)
     restart = device.segments[1][0]
@@ -402,19 +392,7 @@ def test_a_dropout_shorter_than_the_buffer_latency_is_counted_too() -> None:
     (it used to say 0 underruns, and a zone test found the samples missing on the hogged member)."""
     device = SimDevice(DeviceFormat(RATE))
     device.latency_s = 0.093  # as the paced sink's stream reports it: the writer's tolerance
-    player, reports = _player(device)
-    audio = _noise(1.0, seed=8)
-    try:
-        job = _timed_job(player, device, 0.3)
-        target_mono = job.timed.at_unix - UNIX_OFFSET  # type: ignore[union-attr]
-        job.feed(audio, RATE, (0, 0), speech=True)
-        job.end()
-        device.hooks.append((target_mono + 0.3, lambda: setattr(device, "now", device.now + 0.06)))
-        player.submit(job)
-        _until(reports, "started")
-        finished = _until(reports, "finished")
-    finally:
-        player.close()
+    _started, finished, _target = _play_timed(device, _noise(1.0, seed=8), 0.3, stall_at_s=0.3, stall_s=0.06)
     assert len(device.segments) == 2  # it ran dry once
     assert finished.underruns == 1, finished
     # dry for the stall less what the device had queued (at most its 768 frames, ~35 ms)
