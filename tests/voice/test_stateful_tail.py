@@ -68,7 +68,8 @@ def test_runs_of_any_size_give_the_whole_sentence_run(decoder, step: int) -> Non
 def test_the_lag_is_the_decoders_reach_ahead(decoder) -> None:  # type: ignore[no-untyped-def]
     stateful, _run, _z, _whole, hop = decoder
     # conv_pre's 3 frames, then the resblocks' and upsamplers' reach at each rate: ~10 frames.
-    assert 9 * hop < stateful.lag < 11 * hop
+    assert 9 * hop < stateful.lag < 11 * hop and stateful.hop == hop
+    assert stateful.first_frames == 11
     assert len(stateful.states) > 40  # one per padded convolution, upsampler and delay line
 
 
@@ -87,3 +88,11 @@ def test_a_decoder_with_an_op_that_cannot_carry_state_is_refused() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
     with pytest.raises(StatefulError, match="ReduceMean"):
         make_stateful(model, "z")
+
+
+def test_a_first_run_shorter_than_the_reach_is_refused(decoder) -> None:  # type: ignore[no-untyped-def]
+    stateful, run, z, _whole, _hop = decoder
+    with pytest.raises(ValueError, match="at least 11"):
+        TailStream(stateful, run).feed(np.ascontiguousarray(z[..., :10]))
+    # A short sentence is one run, first and last at once.
+    assert TailStream(stateful, run).feed(np.ascontiguousarray(z[..., :10]), final=True).size == 10 * 256

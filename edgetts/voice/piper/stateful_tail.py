@@ -66,6 +66,14 @@ class StatefulTail:
     lag: int
     """Samples of audio the decoder holds back after a run that is not ``final``: it has
     returned hop x frames seen - lag samples in all.  The sentence's end returns the rest."""
+    hop: int
+    """Output samples per input frame (the upsamplers' strides)."""
+
+    @property
+    def first_frames(self) -> int:
+        """The fewest frames of a sentence's first run, unless it is also its last: each layer
+        must see its whole reach before it returns anything."""
+        return self.lag // self.hop + 1
 
 
 class _Builder:
@@ -76,12 +84,12 @@ class _Builder:
 
         self.helper, self.numpy_helper = helper, numpy_helper
         self.inits = {i.name: i for i in graph.initializer}
-        self.constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
         self.nodes: list[Any] = []
         self.new_inits: list[Any] = []
         self.lag: dict[str, int] = {}
         self.channels: dict[str, int] = {}
         self.states: list[StateSpec] = []
+        self.hop = 1
         self._count = 0
         self._const("one", np.array([1], dtype=np.int64))
         self._const("zero", np.array([0], dtype=np.int64))
@@ -168,6 +176,7 @@ class _Builder:
                                  self._scaled(FINAL, k - s - p)])
         self._node("Slice", [run, start, end, "edgetts_c_last_axis"], node.output[0])
         self.lag[node.output[0]] = s * self.lag[x] + p
+        self.hop *= s
 
     def binary(self, node: Any) -> None:
         a, b = node.input[0], node.input[1]
@@ -250,7 +259,8 @@ def make_stateful(tail: Any, frame_input: str) -> StatefulTail:
     model = helper.make_model(rewritten, opset_imports=list(tail.opset_import))
     model.ir_version = tail.ir_version
     onnx.checker.check_model(model)
-    return StatefulTail(model.SerializeToString(), frame_input, tuple(builder.states), builder.lag[output])
+    return StatefulTail(model.SerializeToString(), frame_input, tuple(builder.states), builder.lag[output],
+                        builder.hop)
 
 
 class TailStream:
@@ -267,6 +277,9 @@ class TailStream:
         """The audio that ``frames`` (the decoder's input, (1, channels, n)) make fully determined
         (all that is left at ``final``), flat float32."""
         assert not self.done, "the sentence has ended"
+        if self._first and not final and frames.shape[-1] < self._tail.first_frames:
+            raise ValueError(f"a first run of {frames.shape[-1]} frames: at least "
+                             f"{self._tail.first_frames} are needed (or the whole sentence)")
         feeds = {self._tail.frame_input: frames, **self._state,
                  FIRST: np.array([int(self._first)], dtype=np.int64),
                  FINAL: np.array([int(final)], dtype=np.int64)}
