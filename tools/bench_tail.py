@@ -58,7 +58,7 @@ def _ways(voice: PiperVoice, threads: int) -> dict[str, Callable[[np.ndarray, in
     stateful = make_stateful(tail, name)
     session = create_session(stateful.model, RuntimeOptions(threads=threads))
     outputs = [o.name for o in session.get_outputs()]
-    reach = -(-stateful.lag // split.hop)
+    reach = stateful.reach
 
     def margins(z: np.ndarray, size: int) -> None:
         frames = z.shape[-1]

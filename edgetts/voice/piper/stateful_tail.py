@@ -70,6 +70,11 @@ class StatefulTail:
     """Output samples per input frame (the upsamplers' strides)."""
 
     @property
+    def reach(self) -> int:
+        """Frames past a sample's own that it waits for: ceil(lag / hop)."""
+        return -(-self.lag // self.hop)
+
+    @property
     def first_frames(self) -> int:
         """The fewest frames of a sentence's first run, unless it is also its last: each layer
         must see its whole reach before it returns anything."""
@@ -209,13 +214,11 @@ class _Builder:
         return channels
 
     def add(self, node: Any) -> None:
-        from onnx import helper
-
         on_axis = [x for x in node.input if x in self.lag]
         if not on_axis:
             self.nodes.append(node)
             return
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = {a.name: self.helper.get_attribute_value(a) for a in node.attribute}
         if node.op_type == "Conv":
             self.conv(node, attrs)
         elif node.op_type == "ConvTranspose":
