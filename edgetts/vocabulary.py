@@ -48,6 +48,13 @@ FALLBACK_REASONS: tuple[FallbackReason, ...] = typing.get_args(FallbackReason)
 MAX_DEADLINE_MS = 600000
 """Largest `deadline_ms`, in an announcement and in the config's fallback section (10 minutes)."""
 
+BLOCK_FRAMES = 1024
+"""Frames per write to the device by default (`audio.block_frames`; 46 ms at 22050 Hz): a write
+costs the audio thread about the same CPU whatever its size (PortAudio, the ALSA pulse plugin, the
+player's loop).  20 s through the paced sink here: the player and PulseAudio's client thread took
+0.77 s of CPU at 256 frames, 0.22 s at 1024; on a board's slow core the difference is dry spells
+with the next samples in hand (issue 14).  An interruption starts within a block."""
+
 DegradedWhat = Literal[
     "audio", "audio_thread", "cache", "clips", "clock", "config", "cpu", "homeassistant", "http", "memory", "mqtt",
     "speed", "state", "voice", "wyoming",
@@ -56,6 +63,6 @@ DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
 """`what` of an entry in a status's `degraded` list: the part not working as configured."""
 
 __all__ = [
-    "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "MAX_DEADLINE_MS", "NAME_RE", "PRIORITIES",
-    "DegradedWhat", "EventName", "FallbackReason", "Priority", "priority_rank",
+    "BLOCK_FRAMES", "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "MAX_DEADLINE_MS", "NAME_RE",
+    "PRIORITIES", "DegradedWhat", "EventName", "FallbackReason", "Priority", "priority_rank",
 ]

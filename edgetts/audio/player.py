@@ -29,6 +29,11 @@ from edgetts.audio.timeline import TimedPlay
 from edgetts.audio.writer import DeviceWriter
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.affinity import pin_audio_thread
+from edgetts.vocabulary import BLOCK_FRAMES
+
+TIMED_BLOCK_FRAMES = 256
+"""Largest write and device buffer of a timed job (``play_at``): it is placed by the device's queue,
+which a larger buffer makes coarser (test_timed_paced: a late joiner 100 ms out at 1024 frames)."""
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -42,7 +47,7 @@ class PlayerSettings:
 
     device: str | int
     format: DeviceFormat
-    block_frames: int = 256
+    block_frames: int = BLOCK_FRAMES
     lead_in_ms: int = 0
     fade_ms: int = 5
     preempt_fade_ms: int = 20
@@ -95,6 +100,7 @@ class Player:
         self._clocks = clocks or Clocks()  # for timed jobs (tests simulate them)
         self._jobs: queue.SimpleQueue[PlaybackJob | PlayerSettings | None] = queue.SimpleQueue()
         self._stream: OutputStreamLike | None = None
+        self._stream_block = 0
         self._device_failed: str | None = None
         self._reopen_delay = settings.reopen_min_s
         self._next_open = 0.0
@@ -164,10 +170,10 @@ class Player:
             self._stream.close()
             self._stream = None
 
-    def _ensure_stream(self, fmt: DeviceFormat, job: PlaybackJob) -> OutputStreamLike | None:
-        """The open stream, or None when ``job`` was stopped while waiting to reopen."""
+    def _ensure_stream(self, fmt: DeviceFormat, job: PlaybackJob, block: int) -> OutputStreamLike | None:
+        """The open stream (``block`` frames a write), or None when ``job`` was stopped while waiting to reopen."""
         s = self._settings
-        if self._stream is not None and self._stream.format == fmt:
+        if self._stream is not None and self._stream.format == fmt and self._stream_block == block:
             return self._stream
         self._close_stream()
         while time.monotonic() < self._next_open:  # back-off after a failure
@@ -175,7 +181,8 @@ class Player:
                 return None
             time.sleep(min(0.02, max(0.0, self._next_open - time.monotonic())))
         try:
-            self._stream = self._stream_factory(s.device, fmt, s.block_frames)
+            self._stream = self._stream_factory(s.device, fmt, block)
+            self._stream_block = block
         except AudioDeviceError as exc:
             self._device_down(str(exc))
             raise
@@ -216,16 +223,16 @@ class Player:
         The job's writer (its underrun count) is appended to ``writer_out``."""
         if job.stop_requested:  # preempted before it got the device
             return "stopped", None
-        fmt = job.converter.format
-        stream = self._ensure_stream(fmt, job)
+        fmt, s = job.converter.format, self._settings
+        block = min(s.block_frames, TIMED_BLOCK_FRAMES) if job.timed is not None else s.block_frames
+        stream = self._ensure_stream(fmt, job, block)
         if stream is None:
             return "stopped", None
-        s = self._settings
         writer = DeviceWriter(stream, fmt.bytes_per_frame, fmt.rate, s.realtime_pacing, self._clocks.mono)
         writer_out.append(writer)
         stage = _Stage(job, writer, s, self._report)
         if job.timed is not None:
-            return TimedPlay(job, stage, writer, stream, s.block_frames, self._clocks).run()
+            return TimedPlay(job, stage, writer, stream, block, self._clocks).run()
         end: JobEnd | None = None
         generation = job.generation
         while True:

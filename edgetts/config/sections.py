@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from edgetts.config.errors import FieldError
-from edgetts.vocabulary import CLIP_NAME_RE, MAX_DEADLINE_MS, NAME_RE, Priority
+from edgetts.vocabulary import BLOCK_FRAMES, CLIP_NAME_RE, MAX_DEADLINE_MS, NAME_RE, Priority
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class AudioSettings:
     sample_format: Literal["int16", "int32", "float32"] = "int16"
     """Sample format the device is opened with."""
 
-    block_frames: int = 256
-    """Frames per write to the device; smaller = quicker preemption."""
+    block_frames: int = BLOCK_FRAMES
+    """Frames per write to the device; smaller = quicker preemption, more CPU (see BLOCK_FRAMES)."""
 
     lead_in_ms: int = 0
     """Silence before each announcement, milliseconds, for amplifiers that wake on signal."""

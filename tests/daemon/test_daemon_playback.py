@@ -12,8 +12,10 @@ import pytest
 
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.job import PlaybackJob
-from edgetts.audio.player import Player, PlayerReport, PlayerSettings
+from edgetts.audio.player import TIMED_BLOCK_FRAMES, Player, PlayerReport, PlayerSettings
+from edgetts.audio.timed import TimedStart
 from edgetts.engine import AudioChunk
+from edgetts.vocabulary import BLOCK_FRAMES
 
 
 class RecordingStream:
@@ -21,10 +23,13 @@ class RecordingStream:
 
     def __init__(self, device, fmt: DeviceFormat, block: int) -> None:  # type: ignore[no-untyped-def]
         self.format = fmt
+        self.block = block
+        self.writes: list[int] = []
         self.data = bytearray()
         self.wrote = threading.Event()
 
     def write(self, data: bytes) -> None:
+        self.writes.append(len(data))
         self.data += data
         self.wrote.set()
 
@@ -76,6 +81,31 @@ def _until(reports: queue.Queue[PlayerReport], kind: str) -> PlayerReport:
         r = reports.get(timeout=5)
         if r.kind == kind:
             return r
+
+
+def test_untimed_jobs_write_large_blocks_and_timed_ones_small_blocks() -> None:
+    """Issue 14: each write costs the audio thread about the same CPU whatever its size, so an
+    announcement goes out in BLOCK_FRAMES blocks (the device opened with that buffer); a timed job
+    (play_at) places its first frame by the device's queue, so its stream is reopened small."""
+    player, streams, reports = _player()
+    assert player.converter.format.rate == 22050
+    try:
+        tone = np.full(22050, 0.25, np.float32)
+        for timed in (False, True, False):
+            job = PlaybackJob("a", player.converter, 1.0)
+            if timed:
+                job.timed = TimedStart(time.time() + 0.2)
+            player.submit(job)
+            job.feed(tone, 22050, (0, 0))
+            job.end()
+            _until(reports, "finished")
+        assert [s.block for s in streams] == [BLOCK_FRAMES, TIMED_BLOCK_FRAMES, BLOCK_FRAMES] == [1024, 256, 1024]
+        for stream in (streams[0], streams[2]):
+            assert max(stream.writes) == 2 * BLOCK_FRAMES and stream.writes.count(2 * BLOCK_FRAMES) >= 20
+        timed_writes = streams[1].writes  # (bytes: int16 mono; the last one a block and the fade-out)
+        assert timed_writes.count(2 * TIMED_BLOCK_FRAMES) >= 80 and max(timed_writes) < 4 * TIMED_BLOCK_FRAMES
+    finally:
+        player.close()
 
 
 def test_lead_in_and_fades_of_a_whole_announcement() -> None:
