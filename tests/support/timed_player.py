@@ -36,7 +36,10 @@ def main(config_path: str) -> int:
     audio = np.load(config["audio"]).astype(np.float32)
     late = {int(i): float(s) for i, s in config.get("late_s", {}).items()}
     reports: queue.Queue[PlayerReport] = queue.Queue()
-    player = Player(PlayerSettings(device="default", format=DeviceFormat(rate)), reports.put,
+    # The audio thread SCHED_FIFO, as README "Synchronized zones" asks of a loaded board
+    # (cpu.realtime_audio; tools/sync_rig.py's daemons run so): three players, PulseAudio and parec
+    # share two cores here. Without it the test failed 2 runs of 3 on an idle VM, with it 0 of 4.
+    player = Player(PlayerSettings(device="default", format=DeviceFormat(rate), realtime=True), reports.put,
                     stream_factory=OutputStream)
     player.start()
     try:
