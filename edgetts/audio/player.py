@@ -253,13 +253,15 @@ class Player:
                 elif job.begin(generation):
                     writer.allow_gap()  # a held start is no underrun
                 continue
-            if end is None and stage.avail < stage.block + stage.fade_n:
-                # Hold fade_ms back beyond a block: when the end marker comes, the last samples are
-                # still in hand to be faded out.
+            if end is None and stage.avail <= stage.fade_n:
+                # Hold fade_ms back: when the end marker comes, the last samples are still in hand
+                # to be faded out.
                 end = self._pull(job, stage, 0.02)
                 continue
             if end is None:
-                stage.emit(*stage.take(stage.block))
+                # Up to a block, but not a whole one before the first write: a streamed text's first
+                # window (1024 samples less half a crossfade) would wait for its second.
+                stage.emit(*stage.take(min(stage.block, stage.avail - stage.fade_n)))
                 continue
             stage.play_tail(end)
             if end.reason is not None:
