@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import queue
 import signal
-import threading
 from pathlib import Path
 
 from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
@@ -65,15 +65,17 @@ def cmd_wyoming(args: argparse.Namespace) -> int:
         zeroconf_name=(settings.zeroconf_name or f"edgetts-{config.device.id}") if zeroconf else None,
         max_jobs=jobs, backlog=settings.backlog,
     )
-    stop = threading.Event()
+    # A SimpleQueue, not an Event: the handler runs inside the main thread's wait, and only a
+    # reentrant put cannot deadlock on a lock that wait holds.
+    stop: queue.SimpleQueue[int] = queue.SimpleQueue()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda _s, _f: stop.set())
+        signal.signal(signum, lambda s, _f: stop.put(s))
     try:
         server.start()
         address = server.address
         where = f"tcp://{address[0]}:{address[1]}" if isinstance(address, tuple) else f"unix://{address}"
         print(f"edgetts wyoming: serving {', '.join(assets.voices)} on {where}", flush=True)
-        stop.wait()
+        stop.get()
     finally:
         server.close()
         side.close()

@@ -124,7 +124,9 @@ class Daemon:
         self.config_path = None if config_path is None else Path(config_path)
         self._opts = options or DaemonOptions()
         self._notifier = self._opts.notifier or Notifier()
-        self._inbox: queue.Queue[Any] = queue.Queue()
+        # SimpleQueue: its put is reentrant, and the signal handlers put from inside the loop's
+        # own get. A queue.Queue deadlocked there on its mutex (a SIGTERM that never ended).
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._assets = Assets(config)
         self._health = Health(config.device.groups)
         self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s,
@@ -192,7 +194,7 @@ class Daemon:
         """Start everything, loop until SIGTERM/SIGINT, stop cleanly; the exit status."""
         if self._opts.install_signals:
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                signal.signal(signum, lambda s, _f: self._inbox.put(_Signal(s)))
+                signal.signal(signum, self.on_signal)
         self._notifier.status("loading voices")
         # A voice that does not load must not keep the announcer from starting (issue 6):
         # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
@@ -232,6 +234,10 @@ class Daemon:
         player.start()
         self._synth.start()
         self._link.start()
+
+    def on_signal(self, signum: int, _frame: Any = None) -> None:
+        """The signal handler: runs in the main thread between any two bytecodes, so only enqueues."""
+        self._inbox.put(_Signal(signum))
 
     def request_stop(self) -> None:
         """Ask the loop to end (as SIGTERM does), from any thread."""
