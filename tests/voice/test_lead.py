@@ -128,6 +128,28 @@ def test_the_speed_model_learns_from_runs() -> None:
     assert SpeedModel(assumed=FAST).cost("tail") == FAST["tail"]
 
 
+def _run_at(speed: SpeedModel, costs: dict[str, Cost], times: int, factor: float = 1.0) -> None:
+    for _ in range(times):
+        for kind, size in (("front", 150), ("flow", 60), ("flow", 300), ("tail", 40), ("tail", 120)):
+            speed.record(kind, size, costs[kind](size) * factor)
+
+
+def test_a_sudden_slowdown_stretches_the_plan_before_the_fits_catch_up(shape: Shape) -> None:
+    speed = SpeedModel()
+    _run_at(speed, PI4, 10)  # steady runs: the fits match them
+    assert speed.slowdown == pytest.approx(1.0)
+    _run_at(speed, PI4, 1, factor=1.4)  # a busy neighbour: every run 40 % slower
+    assert speed.slowdown > 1.2
+    # the 48-sample fits have moved little: without the slowdown the plan would run dry
+    plan = plan_text(TEXT, shape, speed)
+    busy = SpeedModel(assumed={kind: Cost(c.fixed * 1.4, c.per_unit * 1.4) for kind, c in PI4.items()})
+    assert _dry_seconds(TEXT, shape, busy, plan.windows, plan.lead_s) == 0.0
+    _run_at(speed, PI4, 3)  # the neighbour is gone: back to the steady plan within a few runs
+    assert speed.slowdown < 1.05
+    _run_at(speed, PI4, 1, factor=0.7)  # faster runs never shrink the margin below SAFETY
+    assert speed.slowdown == 1.0
+
+
 _CHILD = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])

@@ -29,8 +29,9 @@ from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
 from edgetts.voice.piper.windows import StreamingOptions, plan_windows
 
 SAFETY = 1.15
-"""Predicted run times are stretched by this much: the fit follows the last few sentences, and a
-run can be slower than its neighbours (a busy core, a page fault)."""
+"""Predicted run times are stretched by this much, times the model's recent slowdown: the fit
+follows the last few sentences, and a run can be slower than its neighbours (a busy core, a page
+fault)."""
 
 PAD_S = 0.1
 """Added to a lead that is needed at all: the device starts a little after the first write, and a
@@ -92,7 +93,8 @@ class Plan:
 class _Clock:
     """Predicted compute and audio of the chunks so far: S, the earliest start that never waits."""
 
-    def __init__(self) -> None:
+    def __init__(self, speed: SpeedModel) -> None:
+        self.safety = SAFETY * speed.slowdown
         self.ready = 0.0
         self.heard = 0.0
         self.first: float | None = None
@@ -100,7 +102,7 @@ class _Clock:
 
     def add(self, chunks: Sequence[tuple[float, float]]) -> None:
         for compute, audio in chunks:
-            self.ready += compute * SAFETY
+            self.ready += compute * self.safety
             if self.first is None:
                 self.first = self.ready
             self.start = max(self.start, self.ready - self.heard)
@@ -110,7 +112,7 @@ class _Clock:
         """(S, compute) if ``chunks`` came next."""
         ready, heard, start = self.ready, self.heard, self.start
         for compute, audio in chunks:
-            ready += compute * SAFETY
+            ready += compute * self.safety
             start = max(start, ready - heard)
             heard += audio
         return start, ready
@@ -130,7 +132,7 @@ def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
     soonest.  Exact decoding is
     preferred to fast start, which is tried only where it is needed.
     """
-    clock = _Clock()
+    clock = _Clock(speed)
     chosen: list[Windows | None] = []
     for index, item in enumerate(items):
         options = shape.options
@@ -152,7 +154,7 @@ def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, 
     for index, windows in enumerate(_candidates(item, options)):
         chunks = _chunks(item, shape, speed, windows)
         start, compute = clock.trial(chunks)
-        floor = clock.start if clock.first is not None else chunks[0][0] * SAFETY
+        floor = clock.start if clock.first is not None else chunks[0][0] * clock.safety
         if start <= floor + 1e-6 and (index == 0 or not item.first_in_text):
             # Keeps up: for later sentences the cheapest that does; for the first, the
             # voice's own schedule (smallest first window) if it does, else the soonest start.
@@ -180,7 +182,7 @@ def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: St
 
 def lead_s(items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None]) -> float:
     """The lead of ``items`` run with ``windows`` (reckoned again with the speed model as it is now)."""
-    clock = _Clock()
+    clock = _Clock(speed)
     for item, schedule in zip(items, windows):
         clock.add(_chunks(item, shape, speed, schedule))
     return clock.lead

@@ -34,6 +34,16 @@ _PRIOR = {
 }
 _PRIOR_FRAMES_PER_ID = 2.2
 
+_DRIFT_GAIN = 0.25
+"""Weight of the newest run in :attr:`SpeedModel.slowdown`: it follows the last four runs or so,
+where the fits, over 48 samples a part, take a few sentences to move."""
+_DRIFT_NOISE = 1.05
+"""Run-to-run noise (~15 % a run here) moves the average by about this much, which the plan's own
+margin already covers: only a slowdown beyond it stretches the plan (and delays first audio)."""
+_DRIFT_FROM = 3
+"""Samples a part needs before its runs are compared with its fit (the first runs after load are
+slower, and before them the fit is only the prior)."""
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -61,6 +71,7 @@ class SpeedModel:
         self._frames_per_id = frames_per_id or _PRIOR_FRAMES_PER_ID
         self._fixed_frames = frames_per_id is not None
         self._runs = 0
+        self._drift = 1.0
 
     def record(self, kind: str, size: int, seconds: float) -> None:
         """One run of ``kind`` over ``size`` ids or frames took ``seconds`` (wall)."""
@@ -68,6 +79,10 @@ class SpeedModel:
             return
         with self._lock:
             samples = self._samples[kind]
+            predicted = self._fits[kind](size)
+            if len(samples) >= _DRIFT_FROM and predicted > 0:
+                ratio = min(3.0, max(0.33, seconds / predicted))
+                self._drift += _DRIFT_GAIN * (ratio - self._drift)
             samples.append((float(size), float(seconds)))
             self._fits[kind] = _fit(samples, self._fits[kind])
             self._runs += 1
@@ -86,6 +101,15 @@ class SpeedModel:
     def frames_per_id(self) -> float:
         with self._lock:
             return self._frames_per_id
+
+    @property
+    def slowdown(self) -> float:
+        """How much slower than their fits the latest runs were (1.0: not slower).
+
+        A busy neighbour, a quota or a throttled core slows every run at once; the plan stretches
+        its predictions by this until the fits have caught up, instead of running dry meanwhile."""
+        with self._lock:
+            return max(1.0, self._drift / _DRIFT_NOISE)
 
     @property
     def runs(self) -> int:
