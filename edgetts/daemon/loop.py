@@ -124,8 +124,7 @@ class Daemon:
         self.config_path = None if config_path is None else Path(config_path)
         self._opts = options or DaemonOptions()
         self._notifier = self._opts.notifier or Notifier()
-        # SimpleQueue: its put is reentrant, and the signal handlers put from inside the loop's
-        # own get. A queue.Queue deadlocked there on its mutex (a SIGTERM that never ended).
+        # Reentrant put: a signal handler runs inside the loop's get (a Queue deadlocked there).
         self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._assets = Assets(config)
         self._health = Health(config.device.groups)
@@ -236,15 +235,9 @@ class Daemon:
         self._link.start()
 
     def on_signal(self, signum: int, _frame: Any = None) -> None:
-        """The signal handler: runs in the main thread between any two bytecodes, so only enqueues."""
+        """Act on ``signum`` (SIGTERM, SIGINT: stop; SIGHUP: reload), from any thread or as the signal
+        handler, which runs between any two bytecodes of the loop itself: so it only enqueues."""
         self._inbox.put(_Signal(signum))
-
-    def request_stop(self) -> None:
-        """Ask the loop to end (as SIGTERM does), from any thread."""
-        self._inbox.put(_Signal(signal.SIGTERM))
-
-    def request_reload(self) -> None:
-        self._inbox.put(_Signal(signal.SIGHUP))
 
     # ------------------------------------------------------------- loop
     def _loop(self) -> None:
@@ -378,8 +371,7 @@ class Daemon:
         return self._health.status(
             state,
             voice=default.name if default is not None else assets.config.voice.model,
-            queue_depth=len(self.scheduler),
-            voices=tuple(assets.voices),
+            queue_depth=len(self.scheduler), voices=tuple(assets.voices),
             current=current.entry.id if current is not None else None,
             keepalive=self._synth.keepalive.stats().to_dict() if self._synth.keepalive else None,
             speed=self._playout.degrade.status(assets),

@@ -5,6 +5,7 @@ reload.  (The real voice, sd_notify and SIGKILL replay: test_daemon_process.py.)
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(daemon_rig) -> None:
     rig = daemon_rig()
     good = rig.config.read_text()
     rig.config.write_text(good.replace("queue:\n", "queue:\n  max_length: many\n"))
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: any(d["what"] == "config" for d in s["degraded"]))
     reason = next(d["reason"] for d in st["degraded"] if d["what"] == "config")
     assert "old config in force" in reason and "queue/max_length" in reason and ":" in reason
@@ -183,7 +184,7 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(daemon_rig) -> None:
     # announcement; the audio change applies from the next announcement
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 100\n")
                           + "voices:\n  alt:\n    model: alt\n")
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: "alt" in s["voices"] and not s["degraded"])
     before = rig.capture.pcm().size
     rig.probe.publish({"id": "after-reload", "text": "With a lead in."})
@@ -205,7 +206,7 @@ def test_reload_reloads_the_voices_when_and_only_when_their_text_settings_change
     def reload(text: str, applied) -> list[tuple[str, object]]:  # type: ignore[no-untyped-def]
         before = len(loads)
         rig.config.write_text(text)
-        daemon.request_reload()
+        daemon.on_signal(signal.SIGHUP)
         deadline = time.monotonic() + 10
         while not applied(daemon.config):
             assert time.monotonic() < deadline, "reload not applied"
@@ -340,7 +341,7 @@ def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(
     good = rig.config.read_text()
     started_cpu = rig.daemon.config.cpu
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 40\n") + "cpu:\n  audio_core: 0\n")
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: any(d["what"] == "config" for d in s["degraded"]))
     assert {d["what"]: d["reason"] for d in st["degraded"]}["config"] == "cpu changes take effect after a restart"
     assert rig.daemon.config.cpu == started_cpu and rig.daemon.config.audio.lead_in_ms == 40
@@ -349,7 +350,7 @@ def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(
     started_memory = rig.daemon.config.memory
     assert started_memory.lock
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 40\n") + "memory:\n  lock: false\n")
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: any(d.get("reason") == "memory changes take effect after a restart"
                                              for d in s["degraded"]))
     assert rig.daemon.config.memory == started_memory
@@ -357,11 +358,11 @@ def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(
     real = reload_mod.build_assets
     monkeypatch.setattr(reload_mod, "build_assets", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug")))
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 60\n"))
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: any("RuntimeError: bug" in d["reason"] for d in s["degraded"]))
     assert rig.daemon.config.audio.lead_in_ms == 40  # the old config stays
     monkeypatch.setattr(reload_mod, "build_assets", real)
-    rig.daemon.request_reload()  # the next reload is not ignored as "already reloading"
+    rig.daemon.on_signal(signal.SIGHUP)  # the next reload is not ignored as "already reloading"
     deadline = time.monotonic() + 10
     while rig.daemon.config.audio.lead_in_ms != 60:
         assert time.monotonic() < deadline, "the reload after the failed one was not applied"

@@ -12,6 +12,7 @@ calibration sentence) says little about its short announcements.
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -95,14 +96,14 @@ def test_a_file_variant_loads_with_the_voice_and_a_bad_one_is_degraded_at_load(
 
         # A reload that does not touch the voice keeps its variant as loaded.
         config.write_text(config.read_text().replace("dedup_window_s: 600", "dedup_window_s: 601"))
-        rig.daemon.request_reload()
+        rig.daemon.on_signal(signal.SIGHUP)
         rig.probe.wait(lambda p: rig.daemon.config.queue.dedup_window_s == 601, 15, "reload")
         assert [model for model, _ in rig.loads] == ["default", "/v/fast.onnx"]
         assert rig.say("f2b", "Third one.")["variant"] == "/v/fast.onnx"
 
         # A reload naming a file that does not load is refused: nothing fails at switch time.
         config.write_text(config.read_text().replace("/v/fast.onnx", "/v/missing.onnx"))
-        rig.daemon.request_reload()
+        rig.daemon.on_signal(signal.SIGHUP)
         refused = rig.probe.wait_status(lambda s: any(d["what"] == "config" for d in s["degraded"]))
         assert "reload refused" in next(d["reason"] for d in refused["degraded"] if d["what"] == "config")
         assert "default/degrade_to" in next(d["reason"] for d in refused["degraded"] if d["what"] == "config")

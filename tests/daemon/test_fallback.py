@@ -4,6 +4,7 @@ raised, nothing speakable, and the deadline (a generated slow ONNX voice)."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,7 +91,7 @@ def test_broken_voice_file_daemon_up_clip_plays_status_degraded(daemon_rig, tmp_
     model.write_bytes(test_voices["ok"].read_bytes())
     model.with_name(model.name + ".json").write_bytes(
         test_voices["ok"].with_name(test_voices["ok"].name + ".json").read_bytes())
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     rig.probe.wait_status(lambda s: s["degraded"] == [] and s["voice"] == broken)
     rig.probe.publish({"id": "t4", "text": "Speech again."})
     rig.probe.wait_event("t4", "finished")

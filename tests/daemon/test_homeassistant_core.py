@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import socket
 import wave
 from collections.abc import Callable, Iterator
@@ -111,7 +112,7 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
     # The degraded sensor follows the voice: fixed and reloaded, it goes off.
     shutil.copy(test_voices["ok"], spare)
     shutil.copy(test_voices["ok"].with_name(test_voices["ok"].name + ".json"), spare.with_name("spare.onnx.json"))
-    rig.daemon.request_reload()
+    rig.daemon.on_signal(signal.SIGHUP)
     hass.wait_state(lambda s: s[f"binary_sensor.{node}_degraded"]["state"] == "off", 90, "degraded off")
 
     # And offline when the daemon stops (its status, as its Last Will would say).

@@ -110,7 +110,7 @@ class DaemonRig:
 
     def stop(self) -> int | None:
         """Stop the daemon (as SIGTERM does); its exit status."""
-        self.daemon.request_stop()
+        self.daemon.on_signal(signal.SIGTERM)
         self.thread.join(10)
         return self.rc
 
