@@ -11,10 +11,13 @@ that fails to load is deleted and rebuilt.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import platform
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 _LOGGER = logging.getLogger(__name__)
@@ -60,7 +63,7 @@ def checksum(text: str) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
-def _family(model: Path) -> str:
+def family(model: Path) -> str:
     """The part of a cache name shared by every version of one model file."""
     return f"{model.name.removesuffix('.onnx')}-{checksum(str(model.resolve()))[:8]}-"
 
@@ -80,12 +83,37 @@ def cache_key(model: Path, ort_version: str, optimization: str, variant: str = "
             *([variant] if variant else []),
         ]
     )
-    return f"{_family(model)}{checksum(identity)}.onnx"
+    return f"{family(model)}{checksum(identity)}.onnx"
 
 
 def stale_entries(directory: Path, model: Path, current: str) -> list[Path]:
     """Earlier optimised forms of ``model`` (another onnxruntime, an edited file)."""
-    return [p for p in directory.glob(f"{_family(model)}*.onnx") if p.name != current]
+    return [p for p in directory.glob(f"{family(model)}*.onnx") if p.name != current]
+
+
+@contextlib.contextmanager
+def exclusive(directory: Path, name: str) -> Iterator[None]:
+    """Hold the cache entry ``name`` of ``directory`` alone, across processes (an advisory lock file).
+
+    Several daemons (a board's zones, a test's speakers) start on one cold cache together: each
+    made the entry and replaced the others' files, whose names (from their stat) then changed, so
+    one's clean-up of "stale" entries deleted what another was about to open.  Under the lock the
+    first makes it and the others wait, then find it made.  Without a lock file (a read-only cache)
+    the entry is made unlocked, as before."""
+    try:
+        locks = directory / ".locks"  # beside the entries, not among them (globs of a model's files)
+        locks.mkdir(exist_ok=True)
+        handle = open(locks / f"{name}.lock", "a+b")  # noqa: SIM115 (held across the yield)
+    except OSError as err:
+        _LOGGER.debug("no lock for %s in %s: %s", name, directory, err)
+        yield
+        return
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def prepare_dir(directory: Path | None) -> Path | None:

@@ -26,7 +26,7 @@ import onnxruntime as ort
 from edgetts.errors import VoiceError
 from edgetts.runtime.affinity import apply_to_session_options
 from edgetts.runtime.memlock import lock_weights
-from edgetts.voice.model_cache import cache_key, prepare_dir, stale_entries
+from edgetts.voice.model_cache import cache_key, exclusive, family, prepare_dir, stale_entries
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -249,9 +249,17 @@ def _source(model: Path, transform: GraphTransform | None) -> str | bytes:
 
 def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path,
                  transform: GraphTransform | None) -> ort.InferenceSession:
-    """Load the optimised form of ``model`` from ``cache_dir``, making it on first use."""
+    """Load the optimised form of ``model`` from ``cache_dir``, making it on first use (one process
+    at a time per model file: another's clean-up of stale forms must not delete the one loading)."""
     variant = "" if transform is None else transform.tag
     cached = cache_dir / cache_key(model, ort.__version__, options.optimization, variant)
+    with exclusive(cache_dir, family(model)):
+        return _load_or_make(model, options, cached, transform)
+
+
+def _load_or_make(model: Path, options: RuntimeOptions, cached: Path,
+                  transform: GraphTransform | None) -> ort.InferenceSession:
+    cache_dir = cached.parent
     if cached.is_file():
         so = session_options(replace(options, optimization="disable"))
         try:

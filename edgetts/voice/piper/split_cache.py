@@ -21,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 
 from edgetts.errors import VoiceError
-from edgetts.voice.model_cache import checksum, prepare_dir
+from edgetts.voice.model_cache import checksum, exclusive, prepare_dir
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
 from edgetts.voice.piper.graph_split import SPLIT_VERSION, MakeSession, SplitError, SplitModels, split_model
 from edgetts.voice.piper.seeded_noise import SeededNoiseError
@@ -108,10 +108,29 @@ def load_split(
     Raises :class:`SplitError` when the graph cannot be split (not cached:
     a later edgetts may split it).
     """
-    entry = None if cache_dir is None else _CacheEntry.of(model_path, cache_dir, margin, flow_margin)
-    cached = None if entry is None else entry.read(model_path)
-    if cached is not None:
-        return cached
+    if cache_dir is None:
+        return _made(model_path, check_feeds, make_session, margin, flow_margin)
+    entry = _CacheEntry.of(model_path, cache_dir, margin, flow_margin)
+    with exclusive(cache_dir, entry.key):  # one process makes it; the others then read it
+        cached = entry.read(model_path)
+        if cached is not None:
+            return cached
+        split = _made(model_path, check_feeds, make_session, margin, flow_margin)
+        try:
+            entry.write(model_path, split, margin)
+        except OSError as err:
+            _LOGGER.debug("could not store the split of %s: %s", model_path, err)
+            return split
+        for stale in cache_dir.glob(f"{_split_family(model_path)}*"):
+            if not stale.name.startswith(entry.key):
+                stale.unlink(missing_ok=True)
+    return SplitModels(entry.parts["front"], entry.parts["tail"], split.frame_inputs, split.hop, margin, split.gain,
+                       entry.parts["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin,
+                       split.durations)
+
+
+def _made(model_path: Path, check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]], make_session: MakeSession,
+          margin: int, flow_margin: int) -> SplitModels:
     try:
         split = split_model(model_path, check_feeds(), make_session, margin=margin, flow_margin=flow_margin)
     except SplitError:
@@ -121,27 +140,18 @@ def load_split(
     except Exception as err:  # onnx / onnxruntime on a graph the split did not foresee: speak whole sentences
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise SplitError(f"cannot split the graph: {first}") from err
-    if entry is None or cache_dir is None:
-        return split
-    try:
-        entry.write(model_path, split, margin)
-    except OSError as err:
-        _LOGGER.debug("could not store the split of %s: %s", model_path, err)
-        return split
-    for stale in cache_dir.glob(f"{_split_family(model_path)}*"):
-        if not stale.name.startswith(entry.key):
-            stale.unlink(missing_ok=True)
-    return SplitModels(entry.parts["front"], entry.parts["tail"], split.frame_inputs, split.hop, margin, split.gain,
-                       entry.parts["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin,
-                       split.durations)
+    _LOGGER.info("split %s for streaming", model_path.name)
+    return split
 
 
 def discard_split(model_path: Path, cache_dir: Path | None, margin: int, flow_margin: int) -> None:
     """Delete the cached split of ``model_path`` (it failed to load: it is rebuilt next)."""
     if cache_dir is None:
         return
-    for path in cache_dir.glob(f"{_split_key(model_path, margin, flow_margin)}*"):
-        path.unlink(missing_ok=True)
+    key = _split_key(model_path, margin, flow_margin)
+    with exclusive(cache_dir, key):
+        for path in cache_dir.glob(f"{key}*"):
+            path.unlink(missing_ok=True)
 
 
 # -- the sessions --------------------------------------------------------------------
