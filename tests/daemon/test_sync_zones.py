@@ -64,7 +64,7 @@ def _check_onsets(rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref:
     onsets = []
     for device in devices:
         h = by_device[device]
-        # the very samples: the same noise everywhere
+        # the very samples: the same noise everywhere (piece by piece: see sync_rig.piecewise_score)
         assert h.score > 0.9, (item.id, device, h, item.events.get(device, {}).get("finished"))
         onsets.append(h.onset_unix)
         assert abs(h.onset_unix - item.play_at) <= TOLERANCE_S, (item.id, device, h.onset_unix - item.play_at)
