@@ -274,8 +274,6 @@ def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Annou
     return out
 
 
-
-
 def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip: int = 0) -> float:
     """The median, over ``reference``'s voiced 100 ms pieces from ``skip`` on (at most 3 s), of each
     piece's best normalized correlation with ``channel`` within 2 ms of where the piece before
@@ -286,26 +284,21 @@ def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip
     test_sync_zones: every piece matched at 0.99-1.00, 24 ms then 23 ms after the onset, and the
     clip as a whole scored 0.56).  Piece by piece, another announcement's samples match at about
     0.05, the same text with another noise seed at 0.32."""
-    piece, slip = int(PIECE_S * RATE), int(SLIP_S * RATE)
+    piece = int(PIECE_S * RATE)
     ref = reference.astype(np.float64)
-    sig = channel.astype(np.float64)
     loud = 0.03 * float(np.sqrt(np.mean(ref[skip:] ** 2)) or 1.0)
     drift, scores = 0, []
     for start in range(skip, min(ref.size, skip + 3 * RATE) - piece + 1, piece):
         r = ref[start: start + piece]
         if float(np.sqrt(np.mean(r**2))) < loud:
             continue
-        best, best_lag = 0.0, drift  # (0: the recording ends before the piece)
-        for lag in range(drift - slip, drift + slip + 1):
-            lo = onset + start + lag
-            if lo < 0 or lo + piece > sig.size:
-                continue
-            x = sig[lo: lo + piece]
-            c = float(np.dot(x, r) / ((np.linalg.norm(x) * np.linalg.norm(r)) or 1.0))
-            if c > best:
-                best, best_lag = c, lag
-        scores.append(best)
-        drift = best_lag
+        try:
+            index, score = match(channel, r, onset + start + drift, RATE, SLIP_S)
+        except ValueError:  # the recording ends before the piece
+            scores.append(0.0)
+            continue
+        scores.append(max(0.0, score))
+        drift = index - onset - start
     return float(np.median(scores)) if scores else 0.0
 
 
