@@ -12,9 +12,10 @@ from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import TextOptions
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.onnx_session import RuntimeOptions
+from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.speed import Cost, SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
-from edgetts.voice.piper.windows import StreamingOptions, plan_windows
+from edgetts.voice.piper.windows import StreamingOptions, plan_windows, window_size
 
 from support.paths import corpus_lines
 
@@ -213,6 +214,18 @@ def test_fast_start_continues_exactly_and_joins_without_a_click(fast_voice: Pipe
     own = float(np.max(np.abs(np.diff(whole))))
     for seam in np.cumsum([c.audio.size for c in chunks])[:-1]:
         assert float(np.max(np.abs(np.diff(audio[seam - 2 : seam + 2])))) <= own
+
+
+def test_fast_start_windows_go_on_from_the_prefix_schedule(fast_voice: PiperVoice) -> None:
+    """After the splice the whole sentence's windows continue the prefix's schedule: the prefix's
+    audio is in hand then, and starting small again would only add seams (growth 3 used to give
+    4, 28 | 12, 36, 108 frames on this sentence)."""
+    ids = fast_voice.frontend.sentence_ids(LONG)[0]
+    hop = 256
+    frames = [round(audio.size / hop) for audio, _last in fast_voice.stream(ids, RAW, windows=Windows(4, 3.0, 64))]
+    assert frames[0] == 4 and len(frames) >= 4
+    assert all(b >= a - 1 for a, b in zip(frames[:-2], frames[1:-1])), frames  # +-1: the seams' cross-fade
+    assert [window_size(i, 4, 3.0, 128) for i in range(6)] == [4, 12, 36, 108, 128, 128]
 
 
 def test_fast_start_leaves_short_and_later_sentences_exact(fast_voice: PiperVoice) -> None:

@@ -21,7 +21,7 @@ from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
-from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows
+from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows, window_size
 
 
 class SplitVoice(Protocol):
@@ -98,7 +98,9 @@ def _windows(
     # The flow frames of the prefix windows saw FLOW_REACH frames of what follows them in the
     # spliced sentence too (the prefix's own frames): they are reused, not run again.
     latent.adopt(head_latent, safe + split.margin)
-    following = min(options.max_frames, int(schedule.first * schedule.growth))
+    # The schedule goes on where the prefix's windows left it: the prefix's audio is in hand, so
+    # starting small again would only add seams.
+    following = window_size(len(windows), schedule.first, schedule.growth, options.max_frames)
     rest = [(safe + a, safe + b)
             for a, b in plan_windows(latent.frames - safe, following, schedule.growth, options.max_frames)]
     pieces = decode_windows(voice.decode, latent, split.hop, split.margin, rest, 0, joiner)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
-from edgetts.voice.piper.windows import StreamingOptions, plan_windows
+from edgetts.voice.piper.windows import StreamingOptions, plan_windows, window_size
 
 SAFETY = 1.15
 """Predicted run times are stretched by this much, times the model's recent slowdown: the fit
@@ -260,8 +260,9 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
         kept = round((limit - max(4, limit // 4)) * speed.frames_per_id / max(item.rate, 0.1))
         safe = kept - FLOW_REACH - split.margin
         if safe >= 2 * options.first_frames:
-            head = _decode(kept, plan_windows(safe, windows.first, windows.growth, largest), split, rate, speed, 0)
-            following = min(largest, int(windows.first * windows.growth))
+            spans = plan_windows(safe, windows.first, windows.growth, largest)
+            head = _decode(kept, spans, split, rate, speed, 0)
+            following = window_size(len(spans), windows.first, windows.growth, largest)
             rest = [(safe + a, safe + b) for a, b in plan_windows(frames - safe, following, windows.growth, largest)]
             tail = _decode(frames, rest, split, rate, speed, safe + split.margin)
             head[0] = (head[0][0] + front(limit), head[0][1])

@@ -71,6 +71,15 @@ def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[t
     return windows
 
 
+def window_size(index: int, first: int, growth: float, largest: int) -> int:
+    """The size :func:`plan_windows` gives window ``index`` (from 0) before a remainder joins it:
+    where fast start's windows of the whole sentence go on from its prefix's."""
+    size = max(1, first)
+    for _ in range(index):
+        size = min(largest, max(size + 1, int(size * growth)))
+    return size
+
+
 class SeamJoiner:
     """Cuts each decoded window to its own frames and cross-fades the seams.
 
