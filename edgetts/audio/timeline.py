@@ -42,6 +42,11 @@ BLOCKED_S = 0.001
 JUMP_S = 0.015
 #: Measurements in a row that must show the jump (see DeviceClock._add).
 JUMP_WRITES = 3
+#: A write ended this much later than the audio queued before it, by the estimate: the device ran
+#: dry meanwhile (the process stalled: a busy VM, the GIL, a page fault), so a smaller jump is
+#: believed, DRY_JUMP_S: the three measurements after it all later by more than their ~2 ms jitter.
+DRY_S = 0.003
+DRY_JUMP_S = 0.003
 #: How far ahead of real time a stream that never blocks may be written.
 RUN_AHEAD_S = 0.2
 
@@ -63,6 +68,8 @@ class DeviceClock:
         self.reports_delay = False
         self.last_delay: float | None = None
         self.warm_since: float | None = None
+        self._dry_at: float | None = None
+        """When a write found the device dry by the estimate's own account (see DRY_S)."""
 
     @property
     def epoch(self) -> float | None:
@@ -105,6 +112,11 @@ class DeviceClock:
         delay = self.last_delay = delay_s(self._stream)
         now = self._clocks.mono()
         earlier = self.frames / self._rate
+        epoch = self.epoch
+        if self.warm and epoch is not None and now - (epoch + earlier) > DRY_S:
+            # What was queued ran out before this write was in: the device ran dry (measured
+            # here: a 38 ms stall left it ~9 ms dry, which the 15 ms rule never saw).
+            self._dry_at = now
         self.frames += frames
         old = self._account
         start = before if old is None else max(old + earlier, before)
@@ -125,8 +137,16 @@ class DeviceClock:
         while len(self._epochs) > JUMP_WRITES and self._epochs[0][0] < now - WINDOW_S:
             self._epochs.popleft()
         recent = [e for _, e in list(self._epochs)[-JUMP_WRITES:]]
-        if old is None or not self.warm or len(recent) < JUMP_WRITES or min(recent) - old <= JUMP_S:
+        jump = JUMP_S
+        if self._dry_at is not None:
+            after = [e for t, e in self._epochs if t >= self._dry_at]
+            if now - self._dry_at > WINDOW_S:
+                self._dry_at = None
+            elif len(after) >= JUMP_WRITES:
+                recent, jump = after[-JUMP_WRITES:], DRY_JUMP_S
+        if old is None or not self.warm or len(recent) < JUMP_WRITES or min(recent) - old <= jump:
             return 0.0
+        self._dry_at = None
         # Re-based on the measurements after the jump, but for the first: taken while the device
         # was dry (its queue empty, not yet restarted), it says the restart is earlier than it was.
         for _ in range(len(self._epochs) - 2):

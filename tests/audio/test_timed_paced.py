@@ -7,15 +7,19 @@ at the same ``at_unix``, over several targets.  One recording holds all three ch
 aligned; the onsets found there by cross-correlation must lie within 5 ms of each other and of
 ``at_unix`` (through the recording's sample-to-Unix-time mapping).  One player is handed its audio
 300 ms after one target: it joins in step (its samples after the skip align with the others')
-and says how much it skipped (``late_ms``).
+and says how much it skipped (``late_ms``).  Some players are stopped (SIGSTOP) for 36-44 ms a
+quarter of a second before a target, as a busy VM stops a process: their device runs dry for a
+few ms, and they must start on time all the same (a CI run once found members 5-11 ms late).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,6 +35,20 @@ TARGETS = 6
 SPACING_S = 1.5
 LATE_PLAYER, LATE_TARGET, LATE_S = 2, 3, 0.3
 TOLERANCE_MS = 5.0
+STALLS = ((1, 1, 0.038), (0, 2, 0.040), (2, 4, 0.036), (1, 5, 0.044))
+"""(player, target, seconds): that player is stopped that long, STALL_BEFORE_S before that target
+(its device holds ~35 ms: it runs dry 1-9 ms)."""
+STALL_BEFORE_S = 0.25
+
+
+def _stall(pid: int, at_unix: float, seconds: float) -> None:
+    while (left := at_unix - time.time()) > 0:
+        time.sleep(min(left, 0.01))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[float]) -> list[list[dict[str, object]]]:
@@ -46,8 +64,14 @@ def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[flo
         procs.append(subprocess.Popen([sys.executable, "-m", "support.timed_player", str(path)],
                                       cwd=ROOT / "tests", env={**env_base, **sink.zone_env(k)},
                                       stdout=subprocess.PIPE, stderr=logs[-1]))
+    stalls = [threading.Thread(target=_stall, args=(procs[k].pid, targets[i] - STALL_BEFORE_S, seconds), daemon=True)
+              for k, i, seconds in STALLS]
+    for thread in stalls:
+        thread.start()
     out = []
     try:
+        for thread in stalls:
+            thread.join(targets[-1] - time.time() + 5)
         for p in procs:
             stdout, _ = p.communicate(timeout=targets[-1] - time.time() + 20)
             assert p.returncode == 0
