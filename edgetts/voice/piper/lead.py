@@ -161,10 +161,15 @@ def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, 
             if index == 0:
                 return _sooner_with_fast_start(clock, item, shape, options, speed, windows, start)
             return windows
-        if best is None or start < best[0] - 0.02 * best[0] or (start <= best[0] * 1.02 and compute < best[1]):
+        if _better(start, compute, best):
             best = (start, compute, windows)
     assert best is not None
     return best[2]
+
+
+def _better(start: float, compute: float, best: tuple[float, float, Windows] | None) -> bool:
+    """A schedule starting at ``start`` beats ``best``: over 2 % sooner, or within 2 % and cheaper."""
+    return best is None or start < best[0] * 0.98 or (start <= best[0] * 1.02 and compute < best[1])
 
 
 def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions,
@@ -174,8 +179,7 @@ def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: St
     best: tuple[float, float, Windows] | None = None
     for prefix in _prefixes(item, options):  # shortest first
         sooner, compute, candidate, keeps_up = _fast_variant(clock, item, shape, speed, windows, prefix)
-        if sooner < start * (1.0 - FAST_START_GAIN) and (
-                best is None or sooner < best[0] * 0.98 or (sooner <= best[0] * 1.02 and compute < best[1])):
+        if sooner < start * (1.0 - FAST_START_GAIN) and _better(sooner, compute, best):
             best = (sooner, compute, candidate)
         if keeps_up:
             break  # it starts at its first chunk, and a longer prefix's front makes that later

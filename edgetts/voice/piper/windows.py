@@ -63,7 +63,7 @@ def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[t
     start, size = 0, max(1, first)
     while start < frames:
         end = min(frames, start + size)
-        following = min(largest, max(size + 1, int(size * growth)))
+        following = _grown(size, growth, largest)
         if windows and frames - end < following and frames - start <= largest:
             end = frames
         windows.append((start, end))
@@ -76,8 +76,13 @@ def window_size(index: int, first: int, growth: float, largest: int) -> int:
     where fast start's windows of the whole sentence go on from its prefix's."""
     size = max(1, first)
     for _ in range(index):
-        size = min(largest, max(size + 1, int(size * growth)))
+        size = _grown(size, growth, largest)
     return size
+
+
+def _grown(size: int, growth: float, largest: int) -> int:
+    """The window after one of ``size`` frames: ``growth`` times larger, at least one more, at most ``largest``."""
+    return min(largest, max(size + 1, int(size * growth)))
 
 
 class SeamJoiner:
