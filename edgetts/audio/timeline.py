@@ -37,24 +37,33 @@ class Stage(Protocol):
 WINDOW_S = 1.0
 #: A write that took this long blocked: the device consumes, so its queue says when it plays.
 BLOCKED_S = 0.001
-#: The epoch jumped later by more than this (in three measurements running): the device ran dry
-#: and lost that much of the timeline.  (Pulse's 10 ms ticks make single measurements vary by ~6 ms.)
+#: A jump is suspected when this many measurements in a row are later than the estimate by more
+#: than JUMP_S (PulseAudio's 10 ms ticks make single measurements vary by ~6 ms, and a reading
+#: that moved later with no stall behind it is no loss)...
 JUMP_S = 0.015
-#: Measurements in a row that must show the jump (see DeviceClock._add).
 JUMP_WRITES = 3
-#: A write ended this much later than the audio queued before it, by the estimate: the device may
-#: have run dry meanwhile (the process stalled: a busy VM, the GIL, a page fault), so a smaller
-#: jump is believed, DRY_JUMP_S, once every measurement over DRY_CONFIRM_S after it shows it.
-DRY_S = 0.003
-DRY_JUMP_S = 0.003
-#: Why a span and not three measurements: a loaded process's readings come late for tens of ms
-#: after such a write, and the sound server may still hold what the ring no longer does.  Measured
-#: in the zone test (PulseAudio, a CPU hog): readings 8.3, 8.5, 5.6, 4.5, 2.9 ms late over 35 ms,
-#: then back on the old floor (no time lost), where three readings had skipped 5.6 ms of the job
-#: mid-word; a real dry spell's loss is for good, so the floor stays moved.
-DRY_CONFIRM_S = 0.1
+#: ...or after a write that ended within this of the end of the audio queued before it, by the
+#: estimate (itself a few ms off): the device may have run dry meanwhile (the process stalled: a
+#: busy VM, the GIL).  Measured: a 4.3 ms loss after a write 3.2 ms short of the end.
+DRY_MARGIN_S = 0.005
+#: A suspected jump is believed, and measured, on every measurement over CONFIRM_S after it (but
+#: the first, taken while the device was dry): all later than the estimate by more than
+#: CONFIRMED_JUMP_S, the earliest of them the new estimate.  A span, not the three measurements
+#: that raised it, because a loaded process's readings come late for a while after a stall.
+#: Measured in the zone test (PulseAudio, a CPU hog; its readings replayed offline): after a
+#: write that outran the queue, readings 8.3, 8.5, 5.6 ms late, then back on the old floor (three
+#: readings had skipped 5.6 ms of the job mid-word, with no time lost); after a 54 ms stall, three
+#: readings 22.5-23.7 ms late where the floor moved 18.4 ms; 4-6 ms losses that a 15 ms
+#: threshold never saw (a member 4.9 ms late).  Over 0.1 s of readings the jumps came out up to
+#: 3 ms larger than the loss the floor showed later, over 0.3 s within ~1 ms of it, and no jump
+#: without a loss.  A real dry spell's loss is for good; the price is that it is caught up 0.3 s
+#: after it (and one within 0.3 s before the first sample moves the start no longer).
+CONFIRM_S = 0.3
+CONFIRMED_JUMP_S = 0.003
 #: How far ahead of real time a stream that never blocks may be written.
 RUN_AHEAD_S = 0.2
+
+
 
 
 class DeviceClock:
@@ -74,8 +83,11 @@ class DeviceClock:
         self.reports_delay = False
         self.last_delay: float | None = None
         self.warm_since: float | None = None
-        self._dry_at: float | None = None
-        """When a write found the device dry by the estimate's own account (see DRY_S)."""
+        self._suspect_at: float | None = None
+        """When the measurements began to show a jump, or a write found the device dry by the
+        estimate's own account (see DRY_MARGIN_S): a loss of timeline to confirm."""
+        self.lost_from: float | None = None
+        """When the latest loss of timeline :meth:`wrote` reported began to show (monotonic)."""
 
     @property
     def epoch(self) -> float | None:
@@ -119,10 +131,11 @@ class DeviceClock:
         now = self._clocks.mono()
         earlier = self.frames / self._rate
         epoch = self.epoch
-        if self.warm and epoch is not None and now - (epoch + earlier) > DRY_S:
-            # What was queued ran out before this write was in: the device ran dry (measured
-            # here: a 38 ms stall left it ~9 ms dry, which the 15 ms rule never saw).
-            self._dry_at = now
+        if self._suspect_at is None and self.warm and epoch is not None and now - (epoch + earlier) > -DRY_MARGIN_S:
+            # What was queued ran out before this write was in: the device may have run dry
+            # (measured here: a 38 ms stall left it ~9 ms dry, which the 15 ms rule never saw).
+            # (Until the estimate is re-based every write after a dry spell looks like this.)
+            self._suspect_at = now
         self.frames += frames
         old = self._account
         start = before if old is None else max(old + earlier, before)
@@ -144,27 +157,29 @@ class DeviceClock:
             self._epochs.popleft()
         if old is None or not self.warm:
             return 0.0
-        shown, kept, jump = self._jump_evidence(now)
-        if len(shown) < JUMP_WRITES - 1 or min(shown) - old <= jump:
+        after = self._confirming(now, old)
+        if after is None:
             return 0.0
-        self._dry_at = None
-        # Re-based on the measurements after the jump, but for the first: taken while the device
-        # was dry (its queue empty, not yet restarted), it says the restart is earlier than it was.
-        while len(self._epochs) > kept:
+        self.lost_from, self._suspect_at = self._suspect_at, None
+        if min(after) - old <= CONFIRMED_JUMP_S:
+            return 0.0
+        # Re-based on the measurements after the jump (its first, taken while the device was dry,
+        # its queue empty and not yet restarted, says the restart is earlier than it was).
+        while len(self._epochs) > len(after):
             self._epochs.popleft()
-        return min(e for _, e in self._epochs) - old
+        return min(after) - old
 
-    def _jump_evidence(self, now: float) -> tuple[list[float], int, float]:
-        """The measurements that must all be later than the estimate, how many of the latest to
-        re-base on if they are, and by more than what."""
-        recent = [e for _, e in list(self._epochs)[-JUMP_WRITES:]]
-        if self._dry_at is not None and now - self._dry_at > WINDOW_S:
-            self._dry_at = None
-        if self._dry_at is not None:
-            after = [(t, e) for t, e in self._epochs if t >= self._dry_at][1:]
-            if len(after) >= JUMP_WRITES - 1 and now - after[0][0] >= DRY_CONFIRM_S:
-                return [e for _, e in after], len(after), DRY_JUMP_S
-        return (recent if len(recent) == JUMP_WRITES else []), JUMP_WRITES - 1, JUMP_S
+    def _confirming(self, now: float, old: float) -> list[float] | None:
+        """The measurements after a suspected jump (but its first) once they span CONFIRM_S."""
+        recent = list(self._epochs)[-JUMP_WRITES:]
+        if self._suspect_at is None and len(recent) == JUMP_WRITES and min(e for _, e in recent) - old > JUMP_S:
+            self._suspect_at = recent[0][0]
+        if self._suspect_at is None:
+            return None
+        after = [(t, e) for t, e in self._epochs if t >= self._suspect_at][1:]
+        if len(after) < JUMP_WRITES - 1 or now - after[0][0] < CONFIRM_S:
+            return None
+        return [e for _, e in after]
 
 
 class TimedPlay:
@@ -187,10 +202,12 @@ class TimedPlay:
         self._consumed = 0
         """Job samples written or skipped."""
         self._in_gap = False
+        self._began: float | None = None
+        """When the job's first sample was written (on ``clocks``)."""
         self._fixed_settled = False
         """The first frame was fixed from a settled estimate (see _refix)."""
-        self._counts: collections.deque[int] = collections.deque(maxlen=JUMP_WRITES + 1)
-        """The writer's underrun count before each of the latest writes."""
+        self._counts: collections.deque[tuple[float, int]] = collections.deque()
+        """(when it began, the writer's underrun count before it) of each write in the last WINDOW_S."""
         stage.barrier = None
         stage.timed = True
 
@@ -258,22 +275,29 @@ class TimedPlay:
             return self._wait(0.002)
         before, counted = self._clocks.mono(), self._writer.underruns
         self._writer.write(self._job.converter.silence(frames))
-        self._note_lost(self._clock.wrote(before, frames), counted)
+        self._note_lost(before, self._clock.wrote(before, frames), counted)
         return None
 
-    def _note_lost(self, lost_s: float, counted: int) -> None:
-        """The device lost ``lost_s`` of the timeline (ran dry) at the write just made, before which
-        the writer had counted ``counted`` underruns.  Once the job has begun that is a dropout the
-        listener heard, what it stood for being skipped: counted here unless the writer's own
-        account (a write later than the device's whole buffer) or a gap in hand already did.  A
-        stall longer than JUMP_S but shorter than the buffer's latency (~0.09 s through PulseAudio)
-        used to be skipped without a word: `finished` said 0 underruns for a dropout."""
-        self._counts.append(counted)
+    def _note_lost(self, before: float, lost_s: float, counted: int) -> None:
+        """The device lost ``lost_s`` of the timeline (ran dry), as the write just made, begun at
+        ``before`` with ``counted`` underruns on the writer, showed.  If it began to show once the
+        job had begun, that is a dropout the listener heard, what it stood for being skipped:
+        counted here unless the writer's own account (a write later than the device's whole
+        buffer) or a gap in hand already did.  A stall longer than JUMP_S but shorter than the
+        buffer's latency (~0.09 s through PulseAudio) used to be skipped without a word: `finished`
+        said 0 underruns for a dropout."""
+        self._counts.append((before, counted))
+        while self._counts[0][0] < before - WINDOW_S:
+            self._counts.popleft()
         if lost_s <= 0:
             return
         self._lost += round(lost_s * self._rate)
-        # (the clock sees a jump a few writes after it: the writer may have counted it meanwhile)
-        if self._started and not self._in_gap and self._writer.underruns == self._counts[0]:
+        since = self._clock.lost_from
+        if self._began is None or since is None or since < self._began or self._in_gap:
+            return
+        # (the clock confirms a jump CONFIRM_S after it: the writer may have counted it meanwhile)
+        then = next((c for t, c in reversed(self._counts) if t < since), self._counts[0][1])
+        if self._writer.underruns == then:
             self._writer.underruns += 1
             self._writer.gap_s += lost_s
 
@@ -322,6 +346,7 @@ class TimedPlay:
         due = self._clocks.mono_of(self._timed.at_unix) + self._consumed / self._rate
         self._stage.sync_error_ms = (heard - due) * 1000.0
         self._stage.late_ms = self._consumed / self._rate * 1000.0
+        self._began = self._clocks.mono()
         if not self._job.begin(self._job.generation):  # (held speech counts as begun from here)
             self._stage.drop(self._job.is_void)
 
@@ -331,7 +356,7 @@ class TimedPlay:
         before, counted = self._clocks.mono(), self._writer.underruns
         self._stage.emit(samples, pos, gain)
         self._consumed += samples.size
-        self._note_lost(self._clock.wrote(before, samples.size), counted)
+        self._note_lost(before, self._clock.wrote(before, samples.size), counted)
         self._in_gap = False
 
     def _starving(self) -> JobEnd | None:
