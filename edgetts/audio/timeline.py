@@ -132,9 +132,9 @@ class DeviceClock:
         earlier = self.frames / self._rate
         epoch = self.epoch
         if self._suspect_at is None and self.warm and epoch is not None and now - (epoch + earlier) > -DRY_MARGIN_S:
-            # What was queued ran out before this write was in: the device may have run dry
-            # (measured here: a 38 ms stall left it ~9 ms dry, which the 15 ms rule never saw).
-            # (Until the estimate is re-based every write after a dry spell looks like this.)
+            # What was queued (nearly) ran out before this write was in: the device may have run
+            # dry (a 38 ms stall left it ~9 ms dry, which the 15 ms rule never saw).  (Until the
+            # estimate is re-based every write after a dry spell looks like this: one suspicion.)
             self._suspect_at = now
         self.frames += frames
         old = self._account
