@@ -433,6 +433,30 @@ def test_a_short_dry_spell_before_the_target_does_not_make_the_start_late(stall_
     assert started.late_ms == 0.0 and finished.underruns == 0  # in the silence before it: nothing lost
 
 
+def test_a_dry_spell_just_before_the_target_starts_late_and_is_caught_up_after() -> None:
+    """Within CONFIRM_S before the target a dry spell is not yet believed when the first sample is
+    placed: it is heard late by what the spell cost, and the job is back on its timeline CONFIRM_S
+    after the spell (the price of not believing readings that come late for a while)."""
+    device = SimDevice(DeviceFormat(RATE))
+    audio = _noise(1.5, seed=11)
+    started, finished, target_mono = _play_timed(device, audio, 0.8, stall_at_s=-0.1, stall_s=0.05)
+    assert len(device.segments) == 2  # it ran dry once, before the first sample
+    pcm, want = device.pcm(), _ints(audio)
+    restart = device.segments[1][0]
+    fade = int(RATE * 0.005)
+    lost_s = device.segments[1][1] - device.segments[0][1]
+    assert 0.01 <= lost_s <= 0.02, lost_s  # dry 50 ms less the ~35 ms it had queued
+    # the start: lost_s late (found sample for sample there)
+    _origin(device, pcm, want, fade + 1, int(0.1 * RATE), target_mono + lost_s, slack_s=0.0003)
+    # CONFIRM_S after the spell on, each frame's sample is the one due when it is heard
+    from edgetts.audio.timeline import CONFIRM_S
+
+    frames = np.arange(restart + int((CONFIRM_S + 0.05) * RATE), restart + int(0.8 * RATE))
+    due = np.rint([(device.heard_at(int(f)) - target_mono) * RATE for f in frames]).astype(int)
+    assert np.array_equal(pcm[frames], want[due])
+    assert started.late_ms == 0.0 and finished.underruns == 0  # (it ran dry in the silence before)
+
+
 def test_a_dropout_shorter_than_the_buffer_latency_is_counted_too() -> None:
     """Through PulseAudio the writer's own account tolerates a write as late as the stream's latency
     (~0.09 s), but a stall that empties the device's smaller queue is a dropout all the same: the
