@@ -64,8 +64,6 @@ CONFIRMED_JUMP_S = 0.003
 RUN_AHEAD_S = 0.2
 
 
-
-
 class DeviceClock:
     """When the frames written to one stream are heard: ``epoch + frame / rate`` (monotonic)."""
 
@@ -141,17 +139,19 @@ class DeviceClock:
         start = before if old is None else max(old + earlier, before)
         self._account = start - earlier
         if delay is None:  # the account alone: a write after what was written ended found it dry
-            self._add(now, self._account)
+            self._add(now, self._account, epoch)
             return 0.0 if old is None else self._account - old
         self.reports_delay = True
         if not self.warm and now - before >= BLOCKED_S:
             self.warm = True  # what came before (the device filling) is no measure
             self.warm_since = now
             self._epochs.clear()
-        return self._add(now, now + delay - self.frames / self._rate)
+            epoch = None
+        return self._add(now, now + delay - self.frames / self._rate, epoch)
 
-    def _add(self, now: float, epoch: float) -> float:
-        old = self.epoch
+    def _add(self, now: float, epoch: float, old: float | None) -> float:
+        """Keep the measurement ``epoch`` taken at ``now`` against the estimate before it, ``old``;
+        the timeline lost, once a jump is confirmed."""
         self._epochs.append((now, epoch))
         while len(self._epochs) > JUMP_WRITES and self._epochs[0][0] < now - WINDOW_S:
             self._epochs.popleft()
@@ -160,9 +160,10 @@ class DeviceClock:
         after = self._confirming(now, old)
         if after is None:
             return 0.0
-        self.lost_from, self._suspect_at = self._suspect_at, None
+        since, self._suspect_at = self._suspect_at, None
         if min(after) - old <= CONFIRMED_JUMP_S:
             return 0.0
+        self.lost_from = since
         # Re-based on the measurements after the jump (its first, taken while the device was dry,
         # its queue empty and not yet restarted, says the restart is earlier than it was).
         while len(self._epochs) > len(after):
