@@ -103,7 +103,9 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
         for device in members:
             assert {"started", "finished"} <= set(item.events[device]), (item.id, device, item.events[device])
             started = item.events[device]["started"]
-            assert abs(started["sync_error_ms"]) < 5.0 and "late_ms" not in started, (device, started, item.events)
+            said = {k: started.get(k) for k in ("sync_error_ms", "late_ms", "latency_ms", "detail")}
+            assert abs(started["sync_error_ms"]) < 5.0 and "late_ms" not in started, (
+                item.id, device, said, item.events[device]["finished"], _onset_of(rig, rec, pcm, item, device))
             if not clock.synchronized:  # this machine has no NTP: each event says so
                 assert started["detail"].startswith("clock not synchronized"), started
     if not clock.synchronized:
@@ -118,6 +120,13 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
     started = late.events["dev3"]["started"]
     assert started["late_ms"] >= 300, started
     assert all("late_ms" not in late.events[d]["started"] for d in members), late.events
+
+
+def _onset_of(rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, device: str) -> dict[str, float]:
+    """Where the recording heard ``item`` on ``device``, against play_at (for a failure's message)."""
+    ref = reference_audio([item])[item.id]
+    h = next(h for h in heard(rec, pcm, rig.devices, item, ref) if h.device == device)
+    return {"onset_ms": round((h.onset_unix - item.play_at) * 1000.0, 2), "score": round(h.score, 3)}
 
 
 def _late_joiner(rig: SyncRig) -> Announced:
