@@ -51,17 +51,25 @@ class WyomingSettings:
     max_payload_bytes: int = 4194304
     """Largest payload of one event (an audio chunk), bytes."""
 
+    satellite_uri: str | None = None
+    """A second listener (e.g. `tcp://0.0.0.0:10700`) whose `info` names a satellite: added in
+    Home Assistant's Wyoming integration it becomes an assist_satellite entity, and
+    `assist_satellite.announce` plays through the queue.  Home Assistant takes no TTS from a
+    satellite's entry, so TTS stays on `uri`.  None = no satellite."""
+
+    satellite_area: str | None = None
+    """The area Home Assistant suggests for the satellite (e.g. `Kitchen`)."""
+
     def validate(self) -> None:
-        parsed = urlparse(self.uri)
-        if parsed.scheme == "tcp":
-            try:
-                port = parsed.port
-            except ValueError:
-                port = None
-            if not parsed.hostname or port is None:
-                raise FieldError(("uri",), f"{self.uri!r}: a tcp:// uri needs a host and a port")
-        elif parsed.scheme != "unix" or not parsed.path:
-            raise FieldError(("uri",), f"{self.uri!r}: expected tcp://HOST:PORT or unix:///path")
+        _check_uri("uri", self.uri)
+        if self.satellite_uri is not None:
+            _check_uri("satellite_uri", self.satellite_uri)
+            if self.satellite_uri == self.uri:
+                raise FieldError(("satellite_uri",), "must differ from uri")
+            if not self.announce:
+                raise FieldError(("satellite_uri",), "a satellite takes announcements: needs announce: true")
+        if self.satellite_area is not None and not 0 < len(self.satellite_area) <= 100:
+            raise FieldError(("satellite_area",), "must be 1-100 characters")
         if not 1 <= self.max_jobs <= 16:
             raise FieldError(("max_jobs",), "must be 1-16")
         if not 0 <= self.backlog <= 256:
@@ -72,6 +80,19 @@ class WyomingSettings:
             raise FieldError(("max_payload_bytes",), "must be 65536-67108864")
         if self.zeroconf_name is not None and not 0 < len(self.zeroconf_name) <= 63:
             raise FieldError(("zeroconf_name",), "must be 1-63 characters")
+
+
+def _check_uri(key: str, uri: str) -> None:
+    parsed = urlparse(uri)
+    if parsed.scheme == "tcp":
+        try:
+            port = parsed.port
+        except ValueError:
+            port = None
+        if not parsed.hostname or port is None:
+            raise FieldError((key,), f"{uri!r}: a tcp:// uri needs a host and a port")
+    elif parsed.scheme != "unix" or not parsed.path:
+        raise FieldError((key,), f"{uri!r}: expected tcp://HOST:PORT or unix:///path")
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,10 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("normalize:\n  colour: red\n", "F:2 normalize/colour: unknown key"),
         ("lexicon:\n  Reading: 5\n", "F:2 lexicon/Reading: expected a string"),
         ("lexicon:\n  '  ': x\n", "F:1 lexicon: "),
+        ("wyoming:\n  satellite_uri: tcp://0.0.0.0:10200\n", "F:2 wyoming/satellite_uri: must differ from uri"),
+        ("wyoming:\n  satellite_uri: tcp://0.0.0.0\n", "F:2 wyoming/satellite_uri: 'tcp://0.0.0.0': a tcp:// uri"),
+        ("wyoming:\n  announce: false\n  satellite_uri: tcp://0.0.0.0:10700\n",
+         "F:3 wyoming/satellite_uri: a satellite takes announcements"),
     ],
 )
 def test_problems(tmp_path: Path, text: str, expected: str) -> None:

@@ -145,3 +145,54 @@ def test_announcement_audio_with_a_bad_chunk_is_refused_once_and_never_played(ri
     assert [e.type for e in got] == ["error"]
     assert "differs from its audio-start" in Error.from_event(got[0]).text
     assert not daemon.probe.events and daemon.capture.pcm().size == 0
+
+
+def test_satellite_listener_names_a_satellite_and_answers_pings_while_it_announces(
+        daemon_rig: Callable[..., DaemonRig], tmp_path: Path) -> None:
+    """What Home Assistant's assist_satellite needs (checked against HA 2026.2's wyoming integration):
+    `info` with a satellite on its own port (HA takes no TTS from a satellite's entry, so the TTS
+    port's `info` names none), `run-satellite` taken quietly, and `pong` while an announcement
+    plays: HA drops a satellite that is silent for 5 s, and `played` comes only after the audio."""
+    from wyoming.info import Describe, Info
+    from wyoming.ping import Ping
+    from wyoming.satellite import RunSatellite
+
+    port, sat_port = _port(), _port()
+    daemon = daemon_rig(extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', "
+                              f"satellite_uri: 'tcp://127.0.0.1:{sat_port}', satellite_area: Hall}}\n"
+                              "homeassistant: {name: Front desk}\n",
+                        audio_extra="realtime_pacing: true")
+    tts_info = Info.from_event(asyncio.run(_exchange(port, [Describe().event()], "info"))[-1])
+    assert tts_info.satellite is None and tts_info.tts[0].name == "edgetts"
+
+    ints = (tone(520, 3.0, rate=22050) * 32767).astype(np.int16)
+
+    async def announce() -> tuple[Info, list[tuple[str, float]]]:
+        async with AsyncTcpClient("127.0.0.1", sat_port, read_timeout=30) as client:
+            await client.write_event(RunSatellite().event())
+            await client.write_event(Describe().event())
+            got = await client.read_event()
+            assert got is not None and Info.is_type(got.type), got
+            await client.write_event(AudioStart(rate=22050, width=2, channels=1).event())
+            for i in range(0, ints.size, 1024):
+                await client.write_event(AudioChunk(rate=22050, width=2, channels=1,
+                                                    audio=ints[i:i + 1024].tobytes()).event())
+            await client.write_event(AudioStop().event())
+            sent = time.monotonic()
+            answers: list[tuple[str, float]] = []
+            await asyncio.sleep(1.0)  # playing by now (3 s of audio, paced)
+            await client.write_event(Ping(text="hi").event())
+            while not answers or answers[-1][0] not in ("played", "error"):
+                event = await client.read_event()
+                assert event is not None
+                answers.append((event.type, time.monotonic() - sent))
+            return Info.from_event(got), answers
+
+    info, answers = asyncio.run(announce())
+    assert info.satellite is not None and info.satellite.installed
+    assert (info.satellite.name, info.satellite.area) == ("Front desk", "Hall")
+    assert [kind for kind, _ in answers] == ["pong", "played"], answers
+    assert answers[0][1] < 2.0 < answers[1][1], answers  # pong at once; played after the 3 s of audio
+    played = np.clip((ints.astype(np.float32) / np.float32(32768.0)) * 32767.0, -32767, 32767).astype(np.int16)
+    assert find(daemon.capture.pcm(), played[600:-600]) >= 0
+    assert not [e for e in daemon.probe.events if e["event"] == "error"]

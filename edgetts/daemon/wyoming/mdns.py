@@ -33,14 +33,15 @@ def reachable_address(host: str) -> str:
         probe.close()
 
 
-async def advertise(name: str, host: str, port: int) -> Any:
-    """Register the service; the AsyncZeroconf to close at shutdown."""
+async def advertise(services: list[tuple[str, str, int]]) -> Any:
+    """Register each (name, host, port); the AsyncZeroconf to close at shutdown."""
     from zeroconf.asyncio import AsyncZeroconf
 
-    address = reachable_address(host)
     aiozc = AsyncZeroconf()
-    await aiozc.async_register_service(service_info(name, address, port))
-    _LOGGER.info("wyoming advertised over zeroconf as %s at %s:%d", name, address, port)
+    for name, host, port in services:
+        address = reachable_address(host)
+        await aiozc.async_register_service(service_info(name, address, port))
+        _LOGGER.info("wyoming advertised over zeroconf as %s at %s:%d", name, address, port)
     return aiozc
 
 

@@ -9,6 +9,7 @@ server without a daemon.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -18,6 +19,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from wyoming.info import Satellite
 
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.wyoming.inbound import Inbound
@@ -48,12 +51,21 @@ class _Backend:
 
 
 class WyomingServer:
-    """Listens on ``uri`` (tcp://HOST:PORT or unix:///path) until :meth:`close`."""
+    """Listens on ``uri`` (tcp://HOST:PORT or unix:///path) until :meth:`close`; and, given
+    ``satellite``, on ``satellite[0]`` too, where `info` names the satellite ``satellite[1]``.
+
+    Two listeners because Home Assistant sets up a Wyoming entry that names a satellite as a
+    satellite only (an assist_satellite entity, no TTS from it): TTS and announcements need an
+    entry each.  Both are served by this one loop, so ``max_jobs`` holds for them together."""
 
     def __init__(self, uri: str, assets: Callable[[], Assets], side: Any, *, limits: Limits | None = None,
                  inbound: Inbound | None = None, zeroconf_name: str | None = None, max_jobs: int = 2,
-                 backlog: int = 16) -> None:
+                 backlog: int = 16, satellite: tuple[str, Satellite] | None = None) -> None:
         self.uri = uri
+        self._satellite = satellite
+        self._satellite_server: asyncio.AbstractServer | None = None
+        self.satellite_address: Any = None
+        """Where the satellite listener listens once started (as :attr:`address`)."""
         self._backend = _Backend(assets, side, inbound, Jobs(max_jobs, backlog))
         self._limits = limits or Limits()
         self._zeroconf_name = zeroconf_name
@@ -100,34 +112,47 @@ class WyomingServer:
             loop.close()
 
     async def _listen(self) -> None:
-        parsed = urlparse(self.uri)
+        self._server, self.address = await self._bind(self.uri, self._client)
+        services = [(self._zeroconf_name, self.uri, self.address)]
+        if self._satellite is not None:
+            uri, satellite = self._satellite
+            try:
+                self._satellite_server, self.satellite_address = await self._bind(
+                    uri, functools.partial(self._client, satellite=satellite))
+            except EdgeTTSError:
+                self._server.close()
+                raise
+            services.append((f"{self._zeroconf_name}-satellite", uri, self.satellite_address))
+        if self._zeroconf_name is not None:
+            await self._advertise([(n or "edgetts", urlparse(u).hostname or "", a[1]) for n, u, a in services
+                                   if urlparse(u).scheme == "tcp"])
+
+    async def _bind(self, uri: str, handler: Any) -> tuple[asyncio.AbstractServer, Any]:
+        parsed = urlparse(uri)
         # One header line must fit the reader's buffer; the wire module refuses longer ones.
         limit = self._limits.header_bytes + 2
         try:
             if parsed.scheme == "unix":
                 Path(parsed.path).unlink(missing_ok=True)
-                self._server = await asyncio.start_unix_server(self._client, path=parsed.path, limit=limit)
-                self.address = parsed.path
-            elif parsed.scheme == "tcp" and parsed.hostname and parsed.port is not None:
-                self._server = await asyncio.start_server(self._client, host=parsed.hostname, port=parsed.port,
-                                                          limit=limit, reuse_address=True)
-                self.address = self._server.sockets[0].getsockname()[:2]
-            else:
-                raise EdgeTTSError(f"wyoming: {self.uri!r} is not tcp://HOST:PORT or unix:///path")
+                return await asyncio.start_unix_server(handler, path=parsed.path, limit=limit), parsed.path
+            if parsed.scheme == "tcp" and parsed.hostname and parsed.port is not None:
+                server = await asyncio.start_server(handler, host=parsed.hostname, port=parsed.port,
+                                                    limit=limit, reuse_address=True)
+                return server, server.sockets[0].getsockname()[:2]
         except OSError as exc:
-            raise EdgeTTSError(f"wyoming: cannot listen on {self.uri}: {exc.strerror or exc}") from None
-        if self._zeroconf_name is not None and parsed.scheme == "tcp":
-            await self._advertise(parsed.hostname or "", self.address[1])
+            raise EdgeTTSError(f"wyoming: cannot listen on {uri}: {exc.strerror or exc}") from None
+        raise EdgeTTSError(f"wyoming: {uri!r} is not tcp://HOST:PORT or unix:///path")
 
-    async def _advertise(self, host: str, port: int) -> None:
+    async def _advertise(self, services: list[tuple[str, str, int]]) -> None:
         from edgetts.daemon.wyoming.mdns import advertise  # zeroconf: only when asked for
 
         try:
-            self._zeroconf = await advertise(self._zeroconf_name or "edgetts", host, port)
+            self._zeroconf = await advertise(services)
         except (OSError, EdgeTTSError) as exc:
             _LOGGER.warning("wyoming: not advertised over zeroconf: %s", exc)
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      satellite: Satellite | None = None) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the first chunk leaves at once
@@ -135,7 +160,7 @@ class WyomingServer:
         if task is not None:
             self._sessions.add(task)
         try:
-            await Session(reader, writer, self._backend, self._limits).run()
+            await Session(reader, writer, self._backend, self._limits, satellite=satellite).run()
         except asyncio.CancelledError:
             pass  # the server is closing: its sessions end with it, quietly
         except Exception:  # one client's bug must not end the server for the others
@@ -145,20 +170,24 @@ class WyomingServer:
                 self._sessions.discard(task)
 
     async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._sessions):
+        for server in (self._server, self._satellite_server):
+            if server is not None:
+                server.close()
+        # Sessions, and announcements still waiting to answer `played`: nobody will hear it.
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
             task.cancel()
-        if self._sessions:
-            await asyncio.wait(list(self._sessions), timeout=2.0)
+        if others:
+            await asyncio.wait(others, timeout=2.0)
         if self._zeroconf is not None:
             try:
                 await self._zeroconf.async_close()
             except Exception as exc:  # shutting down: log, never raise
                 _LOGGER.warning("zeroconf close: %s", exc)
-        parsed = urlparse(self.uri)
-        if parsed.scheme == "unix" and os.path.exists(parsed.path):
-            os.unlink(parsed.path)
+        for uri in (self.uri, *(self._satellite[:1] if self._satellite else ())):
+            parsed = urlparse(uri)
+            if parsed.scheme == "unix" and os.path.exists(parsed.path):
+                os.unlink(parsed.path)
 
     def close(self) -> None:
         """Stop listening, end every session (their side streams close), in bounded time."""

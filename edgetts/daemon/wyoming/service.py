@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from wyoming.info import Satellite
+
 from edgetts.config import Config
+from edgetts.daemon.wyoming import voices
 from edgetts.daemon.wyoming.server import WyomingServer
 from edgetts.daemon.wyoming.wire import Limits
 
@@ -26,8 +29,15 @@ class WyomingService:
         zeroconf = (s.zeroconf_name or f"edgetts-{self._config.device.id}") if s.zeroconf else None
         self._server = WyomingServer(s.uri, ctx.assets, ctx.side, limits=Limits(s.max_header_bytes,
                                      s.max_payload_bytes), inbound=self._inbound(ctx), zeroconf_name=zeroconf,
-                                     max_jobs=s.max_jobs, backlog=s.backlog)
+                                     max_jobs=s.max_jobs, backlog=s.backlog, satellite=self._satellite())
         self._server.start()  # EdgeTTSError (address in use): the loop shows it in `degraded`
+
+    def _satellite(self) -> tuple[str, Satellite] | None:
+        s = self._config.wyoming
+        if s.satellite_uri is None:
+            return None
+        name = self._config.homeassistant.name or f"edgetts {self._config.device.id}"
+        return s.satellite_uri, voices.satellite(name, s.satellite_area)
 
     def _inbound(self, ctx: Any) -> Any:
         if not self._config.wyoming.announce:

@@ -8,8 +8,10 @@ Requests and answers (wyoming 1.10):
   whole text for older servers), `synthesize-stop` -> `audio-start`, `audio-chunk`* (each finished
   sentence is spoken while more text arrives), `audio-stop`, `synthesize-stopped`;
 * `audio-start`, `audio-chunk`*, `audio-stop` -> `played` once it has been announced
-  (edgetts.daemon.wyoming.inbound);
-* `ping` -> `pong`.
+  (edgetts.daemon.wyoming.inbound); the connection keeps answering while it plays;
+* `ping` -> `pong`;
+* on a satellite listener (``wyoming.satellite_uri``), `info` names a satellite, and Home
+  Assistant's `run-satellite` / `pause-satellite` are taken quietly: it only ever announces.
 
 Text is prepared as an announcement's is (normaliser, lexicon, SSML check), and synthesis runs
 as a side stream (edgetts.daemon.side): it yields to the speaker's queue, and a client that goes
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event
-from wyoming.info import Describe
+from wyoming.info import Describe, Satellite
 from wyoming.ping import Ping, Pong
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
@@ -111,9 +113,13 @@ class Session:
     """Reads one client's events until it leaves; at most one request runs at a time."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, backend: Backend,
-                 limits: Limits, on_close: Callable[[Session], None] | None = None) -> None:
+                 limits: Limits, on_close: Callable[[Session], None] | None = None,
+                 satellite: Satellite | None = None) -> None:
         self._reader, self._writer, self._backend, self._limits = reader, writer, backend, limits
         self._on_close = on_close
+        self._satellite = satellite
+        self._plays: set[asyncio.Task[None]] = set()
+        """Announcements received and not yet played (each answers `played` or `error` when done)."""
         self._stream_voice: voices.Picked | None = None
         self._stream_text = ""
         self._stream_started = False
@@ -156,7 +162,7 @@ class Session:
 
     async def _handle(self, event: Event) -> None:
         if Describe.is_type(event.type):
-            await write_event(voices.info(self._backend.assets()).event(), self._writer)
+            await write_event(voices.info(self._backend.assets(), self._satellite).event(), self._writer)
         elif SynthesizeStart.is_type(event.type):
             start = SynthesizeStart.from_event(event)
             self._stream_voice = voices.pick(self._backend.assets(), start.voice)
@@ -254,7 +260,23 @@ class Session:
                 self._audio.add(chunk)  # a refused announcement says so once, at its audio-stop
         else:
             audio, self._audio = self._audio, None
-            await write_event(await audio.play(), self._writer)
+            task = asyncio.create_task(self._played(audio))
+            self._plays.add(task)
+            task.add_done_callback(self._plays.discard)
+
+    async def _played(self, audio: InboundAudio) -> None:
+        """`played` once ``audio`` has been announced, or an `error` saying why not.  A task of its own:
+        Home Assistant's satellite pings while it waits and drops a connection that does not answer
+        within 5 s, and an announcement may wait in the queue and play for longer.  A client gone
+        meanwhile changes nothing: the announcement was accepted and plays."""
+        try:
+            answer = await audio.play()
+        except EdgeTTSError as exc:
+            _LOGGER.info("wyoming client %s: %s", self.peer, exc)
+            await send_error(self._writer, str(exc), "not-played")
+            return
+        with contextlib.suppress(ConnectionError, OSError):
+            await write_event(answer, self._writer)
 
 
 def _text(value: Any) -> str:

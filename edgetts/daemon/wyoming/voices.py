@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from wyoming.info import Attribution, Info, TtsProgram, TtsVoice, TtsVoiceSpeaker
+from wyoming.info import Attribution, Info, Satellite, TtsProgram, TtsVoice, TtsVoiceSpeaker
 from wyoming.tts import SynthesizeVoice
 
 from edgetts import __version__
@@ -66,8 +66,9 @@ def speakers(voice: Voice) -> dict[str, int]:
     return {str(k): int(v) for k, v in mapping.items()}
 
 
-def info(assets: Assets) -> Info:
-    """The `info` answer: one TTS program with every loaded voice; streaming supported."""
+def info(assets: Assets, satellite: Satellite | None = None) -> Info:
+    """The `info` answer: one TTS program with every loaded voice, streaming supported; and on a
+    satellite listener the ``satellite`` that Home Assistant makes an assist_satellite of."""
     voices = []
     for name, voice in assets.voices.items():
         spk = speakers(voice)
@@ -81,7 +82,15 @@ def info(assets: Assets) -> Info:
         description="edgetts: offline neural announcer (Piper voices on the CPU)", voices=voices,
         supports_synthesize_streaming=True,
     )
-    return Info(tts=[program])
+    return Info(tts=[program], satellite=satellite)
+
+
+def satellite(name: str, area: str | None = None) -> Satellite:
+    """What a satellite listener says it is: a speaker that takes announcements.  No microphone and
+    no wake word, so Home Assistant never starts a voice pipeline from it; it only announces."""
+    return Satellite(name=name, attribution=_ATTRIBUTION, installed=True, version=__version__,
+                     description="edgetts: plays what Home Assistant announces through its queue",
+                     area=area, has_vad=False, supports_trigger=False)
 
 
 def pick(assets: Assets, wanted: SynthesizeVoice | None) -> Picked:
