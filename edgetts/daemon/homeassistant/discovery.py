@@ -109,8 +109,11 @@ def configs(config: Config) -> dict[str, dict[str, Any]]:
     }
     out = {}
     for object_id, entity in entities.items():
+        # The entity id: `default_entity_id` for newer HA releases (`object_id` stops working in 2026.4),
+        # `object_id` for older releases (which ignore the newer key).
         out[config_topic(config, object_id)] = {
-            **entity, "unique_id": f"{node}_{object_id}", "object_id": f"{node}_{object_id}", **common,
+            **entity, "unique_id": f"{node}_{object_id}", "object_id": f"{node}_{object_id}",
+            "default_entity_id": f"{COMPONENTS[object_id]}.{node}_{object_id}", **common,
         }
     return out
 
