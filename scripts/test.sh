@@ -7,8 +7,10 @@
 #
 #   scripts/test.sh [--ha] [--aarch64] [pytest args...]
 #
-# --ha also runs tests/daemon/test_homeassistant_core.py against a real Home Assistant
-# core, in its own venv (scripts/ha-venv.sh: built once, ~700 MB, then cached).
+# --ha also runs tests/daemon/test_homeassistant_core.py against two real Home Assistant
+# cores: 2024.3.3 in its own venv (scripts/ha-venv.sh: built once, ~700 MB, then cached) and
+# 2026.2.3 in a Debian 13 chroot (scripts/ha-chroot.sh: Python 3.13; built once, ~4 min and
+# ~2.5 GB, then cached in /var/cache/edgetts; needs root).
 # --aarch64: afterwards, install and test on aarch64 under emulation as well
 # (scripts/test-aarch64.sh: an arm64 chroot, ~25 min the first time, then cached).
 set -euo pipefail
@@ -33,7 +35,8 @@ bash scripts/system-deps.sh --test
 export ORT_DISABLE_TELEMETRY=1
 if [[ $ha == 1 ]]; then
   EDGETTS_HA_PYTHON=$(bash scripts/ha-venv.sh "${EDGETTS_HA_VENV:-$here/.venv-ha}")
-  export EDGETTS_HA_PYTHON
+  EDGETTS_HA_NEW_PYTHON=$(bash scripts/ha-chroot.sh)
+  export EDGETTS_HA_PYTHON EDGETTS_HA_NEW_PYTHON
 fi
 set +e
 "$venv/bin/python" -m pytest "$@"

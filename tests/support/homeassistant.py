@@ -1,4 +1,4 @@
-"""A real Home Assistant core (2024.3.3, its own venv from scripts/ha-venv.sh) on 127.0.0.1.
+"""A real Home Assistant core (its python: scripts/ha-venv.sh or scripts/ha-chroot.sh) on 127.0.0.1.
 
 Started with a config folder of its own (http on a free loopback port, the REST and config
 APIs, onboarding), onboarded over its REST API to get a token, and stopped (SIGTERM, then
@@ -29,6 +29,8 @@ homeassistant:
   unit_system: metric
   time_zone: UTC
   country: GB
+  # what HA gives its own media players and satellites as the base of relative media URLs
+  internal_url: http://127.0.0.1:{port}
 http:
   server_host: 127.0.0.1
   server_port: {port}
@@ -43,6 +45,27 @@ logger:
 """
 
 
+#: Run with Home Assistant's own python (it has aiohttp): the websocket commands in argv[3] (JSON)
+#: in turn, with the token argv[2], against argv[1]; prints each command's result as JSON lines.
+_WS_CLIENT = """\
+import asyncio, json, sys
+import aiohttp
+
+async def main(url, token, commands):
+    async with aiohttp.ClientSession() as session, session.ws_connect(url + "/api/websocket") as ws:
+        await ws.receive_json()
+        await ws.send_json({"type": "auth", "access_token": token})
+        assert (await ws.receive_json())["type"] == "auth_ok"
+        for n, command in enumerate(commands, 1):
+            await ws.send_json({"id": n, **command})
+            while (answer := await ws.receive_json()).get("id") != n or answer["type"] != "result":
+                pass
+            print(json.dumps(answer))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,6 +76,7 @@ class HomeAssistant:
     """``python -m homeassistant -c DIR --skip-pip`` and a REST client with its token."""
 
     def __init__(self, python: str, folder: Path) -> None:
+        self.python = python
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.folder = folder
@@ -130,6 +154,14 @@ class HomeAssistant:
                 raise AssertionError(f"home assistant: not {what} within {timeout:.0f} s; "
                                      f"{sorted(states)}\n{self.output()[-3000:]}")
             time.sleep(0.5)
+
+    def websocket(self, *commands: dict[str, Any]) -> list[dict[str, Any]]:
+        """Each command's result over HA's websocket API (for what REST lacks: voice pipelines)."""
+        script = self.folder / "ws_client.py"
+        script.write_text(_WS_CLIENT, encoding="utf-8")
+        out = subprocess.run([self.python, str(script), self.url, self.token or "", json.dumps(list(commands))],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
 
     def call(self, domain: str, service: str, data: dict[str, Any]) -> Any:
         return self.request("POST", f"/api/services/{domain}/{service}", data)
