@@ -196,30 +196,3 @@ def test_satellite_listener_names_a_satellite_and_answers_pings_while_it_announc
     played = np.clip((ints.astype(np.float32) / np.float32(32768.0)) * 32767.0, -32767, 32767).astype(np.int16)
     assert find(daemon.capture.pcm(), played[600:-600]) >= 0
     assert not [e for e in daemon.probe.events if e["event"] == "error"]
-
-
-def test_zeroconf_advertises_the_tts_server_and_the_satellite(daemon_rig: Callable[..., DaemonRig]) -> None:
-    """Home Assistant discovers each listener as a `_wyoming._tcp.local.` service of its own: asked
-    over real multicast by a second zeroconf instance, both answer with their own port."""
-    from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
-
-    from edgetts.daemon.wyoming.mdns import SERVICE_TYPE
-
-    port, sat_port = _port(), _port()
-    name = f"edgetts-test-{port}"
-    daemon_rig(extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', zeroconf: true, "
-                     f"zeroconf_name: {name}, satellite_uri: 'tcp://127.0.0.1:{sat_port}'}}\n")
-
-    async def ask() -> dict[str, tuple[int | None, list[str]]]:
-        other = AsyncZeroconf()
-        try:
-            found = {}
-            for instance in (name, f"{name}-satellite"):
-                info = AsyncServiceInfo(SERVICE_TYPE, f"{instance}.{SERVICE_TYPE}")
-                assert await info.async_request(other.zeroconf, 5000), f"{instance}: no answer over mDNS"
-                found[instance] = (info.port, info.parsed_addresses())
-            return found
-        finally:
-            await other.async_close()
-
-    assert asyncio.run(ask()) == {name: (port, ["127.0.0.1"]), f"{name}-satellite": (sat_port, ["127.0.0.1"])}
