@@ -76,6 +76,11 @@ def _expected(text: str) -> np.ndarray:
     return np.concatenate([c.to_int16() for c in voice.synthesize(text, SynthesisConfig(noise_scale=0, noise_w=0))])
 
 
+def _announced(ints: np.ndarray) -> np.ndarray:
+    """``ints`` as the daemon plays received announcement audio: read as x/32768, written as x*32767."""
+    return np.clip(ints.astype(np.float32) / np.float32(32768.0) * 32767.0, -32767, 32767).astype(np.int16)
+
+
 def _wav(raw: bytes) -> tuple[tuple[int, int, int], np.ndarray]:
     """(rate, width, channels) and the samples of a WAV from HA's TTS.  Newer releases stream it:
     the header is sent before the audio and says 0 frames, so the samples are all after `data`."""
@@ -188,9 +193,7 @@ def test_home_assistant_announces_through_notify_and_its_assist_satellite(
                    "the satellite's announcement")
     ids = [e["id"] for e in rig.probe.events if e["event"] == "finished"]
     assert ids[-1].startswith("wyoming-"), ids
-    want = _expected("Mind the gap.").astype(np.float32) / np.float32(32768.0)
-    played = np.clip(want * 32767.0, -32767, 32767).astype(np.int16)
-    assert find(rig.capture.pcm(), played[600:-600], before) >= 0
+    assert find(rig.capture.pcm(), _announced(_expected("Mind the gap."))[600:-600], before) >= 0
     # And a message: HA speaks it with the satellite's pipeline's TTS.  A fresh install's
     # pipeline has none (it was made before the Wyoming entry), so set it to edgetts's, as a
     # person would under Settings > Voice assistants.
@@ -206,8 +209,6 @@ def test_home_assistant_announces_through_notify_and_its_assist_satellite(
     hass.call("assist_satellite", "announce", {"entity_id": entity, "message": text, "preannounce": False})
     rig.probe.wait(lambda p: len([e for e in p.events if e["event"] == "finished"]) > finished + 1, 60,
                    "the satellite's message")
-    want = _expected(text).astype(np.float32) / np.float32(32768.0)
-    played = np.clip(want * 32767.0, -32767, 32767).astype(np.int16)
-    assert find(rig.capture.pcm(), played[600:-600], before) >= 0
+    assert find(rig.capture.pcm(), _announced(_expected(text))[600:-600], before) >= 0
     assert "Did not receive played event" not in hass.output()
     assert "deprecated option `object_id`" not in hass.output()  # it stops working in 2026.4
