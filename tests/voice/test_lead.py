@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -195,6 +196,11 @@ voice = load_configured_voice(config.voice.__class__(threads=1), config.text_opt
 lines = [l.strip() for l in open(sys.argv[2]) if l.strip()][:3]
 target = float(sys.argv[3])
 
+def steal_s():
+    # What the hypervisor took from this VM's CPUs (/proc/stat's 8th field, in USER_HZ ticks).
+    with open("/proc/stat") as stat:
+        return int(stat.readline().split()[8]) / os.sysconf("SC_CLK_TCK")
+
 def rtf(text):
     t0, spoken = time.perf_counter(), 0.0
     for chunk in voice.synthesize(text, SynthesisConfig()):
@@ -213,23 +219,44 @@ with CpuQuota(1.0) as quota:
     voice.speed = SpeedModel()  # forget the unthrottled runs: the board starts from what it measures
     quota.set(cpus)
     list(voice.synthesize("Testing the voice once.", SynthesisConfig()))  # what the daemon's load runs
+    steal0 = steal_s()
     for line in lines:
-        t0, chunks = time.perf_counter(), []
+        t0, c0, chunks = time.perf_counter(), time.process_time(), []
         for chunk in voice.synthesize(line, SynthesisConfig()):
-            chunks.append((time.perf_counter() - t0, chunk.duration_s, chunk.lead_s))
+            chunks.append((time.perf_counter() - t0, chunk.duration_s, chunk.lead_s, time.process_time() - c0))
         out.append(chunks)
-print(json.dumps({"full_rtf": full, "quota_cpus": cpus, "lines": out}))
+print(json.dumps({"full_rtf": full, "quota_cpus": cpus, "lines": out, "steal_s": steal_s() - steal0}))
 """
 
 
 def _waits(chunks: list[list[float]], use_lead: bool) -> float:
     play, waited = None, 0.0
-    for ready, audio, lead in chunks:
+    for ready, audio, lead, *_ in chunks:
         if play is None:
             play = ready + (lead if use_lead else 0.0)
         waited += max(0.0, ready - play - 0.05)  # 50 ms: a device buffer (the player counts beyond its own)
         play = max(play, ready) + audio
     return waited
+
+
+def _run_child() -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(ROOT / "tools"), str(ROOT / "tests" / "data" / "announcements.txt"),
+         "0.75"], capture_output=True, text=True, timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return cast("dict[str, Any]", json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _delivered(chunks: list[list[float]], quota: float) -> float:
+    """The least share of its quota the child got between two chunks of a line (its CPU over quota x
+    wall time): a stall of half a second shows as a share far below 1 there."""
+    shares, wall, cpu = [], 0.0, 0.0
+    for ready, _, _, used in chunks:
+        if ready - wall >= 0.1:  # a few of the quota's 10 ms periods: shorter spans are all noise
+            shares.append((used - cpu) / (quota * (ready - wall)))
+        wall, cpu = ready, used
+    return min(shares, default=1.0)
 
 
 @pytest.mark.slow
@@ -238,17 +265,21 @@ def test_under_a_cpu_quota_the_default_voice_plays_without_a_gap(tmp_path: Path)
     # The real default voice, its process slowed by a quota calibrated to a streaming RTF of ~0.75
     # on whatever machine runs this (a fixed quota was not slow enough on a faster CI machine):
     # the chunks as they come, played from the first one plus its lead, never run dry.
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(ROOT / "tools"), str(ROOT / "tests" / "data" / "announcements.txt"),
-         "0.75"], capture_output=True, text=True, timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    lines = result["lines"]
-    assert len(lines) == 3, result
+    runs = 0
+    while True:
+        result, runs = _run_child(), runs + 1
+        lines = result["lines"]
+        assert len(lines) == 3, result
+        # The quota makes a slow core only if the machine gives the child what it allows: a VM's
+        # host taking the CPU (steal), or another process on the same core, stalls synthesis for
+        # reasons no plan can foresee.  Such a run says nothing of the plan: it is run again.
+        starved = [_delivered(c, result["quota_cpus"]) for c in lines]
+        if (result["steal_s"] <= 0.05 and min(starved) >= 0.85) or runs == 3:
+            break
     # No stop longer than a device buffer (50 ms, in _waits) plus 30 ms on any line: the
-    # prediction is from the runs so far, and this machine may be running other tests.
-    assert all(_waits(c, use_lead=True) <= 0.03 for c in lines), [_waits(c, use_lead=True) for c in lines]
+    # prediction is from the runs so far.
+    waits = [_waits(c, use_lead=True) for c in lines]
+    assert all(w <= 0.03 for w in waits), (waits, runs, result["steal_s"], starved, result)
     # the control: the same chunks played from the first one stop and wait, much longer
     assert sum(_waits(c, use_lead=False) for c in lines) > 0.1, result["quota_cpus"]
     assert all(c[0][2] > 0 for c in lines)
