@@ -212,6 +212,8 @@ class DaemonProcess:
     env: dict[str, str]
     log: Path
     proc: subprocess.Popen[bytes] | None = field(default=None)
+    prefix: list[str] = field(default_factory=list)
+    """Runs the daemon through this command (e.g. ``ip netns exec NAME``, support.netns)."""
 
     def start(self) -> DaemonProcess:
         # PYTHONFAULTHANDLER: a daemon that does not end in time is sent SIGABRT by wait(),
@@ -221,7 +223,7 @@ class DaemonProcess:
         env.pop("JOURNAL_STREAM", None)
         with open(self.log, "ab") as logf:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "edgetts.cli", "run", "--config", str(self.config)],
+                [*self.prefix, sys.executable, "-m", "edgetts.cli", "run", "--config", str(self.config)],
                 cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT,
             )
         return self
