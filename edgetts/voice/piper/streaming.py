@@ -34,13 +34,20 @@ def flow_span(exact: int, hi: int, frames: int, first_margin: int, *, first: boo
     """The next flow run once frames [0, ``exact``) are known exactly and [.., hi) are wanted:
     (run_lo, run_hi, keep_hi): the flow runs over [run_lo, run_hi) and its frames up to keep_hi are kept.
 
-    The ``first`` run may be a short one, for the first window only, with
-    ``first_margin`` frames of context after it (its frames are close, not exact); later runs
-    start at the exact frames, reach FLOW_REACH frames back and ahead of up to a FLOW_CHUNK (at
-    least what is asked), and a remainder shorter than half a chunk joins the run before it.
+    The ``first`` run, for a small first window, may be a short one with ``first_margin`` frames
+    of context after it (its frames are close, not exact: the next run starts at frame 0 again); a
+    larger first window gets an exact run over just what it asks for.  Later runs start at the
+    exact frames, reach FLOW_REACH frames back and ahead of up to a FLOW_CHUNK (at least what is
+    asked), and a remainder shorter than half a chunk joins the run before it.
     """
     if first and hi + first_margin < frames:
-        return 0, hi + first_margin, hi
+        if hi <= 2 * FLOW_REACH - first_margin:
+            return 0, hi + first_margin, hi
+        # A close run would save FLOW_REACH - first_margin frames now and cost hi - FLOW_REACH
+        # later (the next run could not start at hi - FLOW_REACH): for a first window this large
+        # (a later sentence's, or a slow board's) an exact one is cheaper.
+        keep_hi = hi if frames - hi >= FLOW_CHUNK // 2 else frames
+        return 0, min(frames, keep_hi + FLOW_REACH), keep_hi
     # Spans grow with the windows (twice what is asked, at most a chunk): an early small window
     # does not wait for a long span.
     keep_hi = min(frames, max(hi, min(exact + FLOW_CHUNK, 2 * hi)))
