@@ -149,6 +149,43 @@ def test_the_lead_grows_as_the_board_slows(shape: Shape) -> None:
     assert leads[2] > 0.5 * audio  # twice too slow: about half the text must be in hand
 
 
+def test_a_sentence_whose_front_has_run_is_planned_with_its_own_frames(shape: Shape) -> None:
+    """A sentence longer than its ids predict has a last window later than predicted: the lead
+    reckoned once its front has run (Item.frames) covers it."""
+    speed = SpeedModel(assumed=PI4, frames_per_id=2.2)
+    predicted = [Item(ids=85, first_in_text=True)]
+    plan = plan_text(predicted, shape, speed)
+    longer = Item(ids=85, first_in_text=True, frames=230)
+    assert sum(a for _, a in _chunks(longer, shape, speed, plan.windows[0])) == pytest.approx(230 * 256 / 22050)
+    lead_longer = lead_s([longer], shape, speed, plan.windows)
+    assert lead_longer > plan.lead_s
+    assert _dry_seconds([longer], shape, speed, plan.windows, lead_longer) == 0.0
+
+
+def test_the_first_chunk_carries_the_lead_of_the_first_sentence_s_real_frames() -> None:
+    """The voice's first chunk: its lead is the one of the sentence's frames as its front gave
+    them, not of the frames its ids predicted (here a model that predicts 1 frame an id)."""
+    from edgetts.engine import SynthesisConfig
+
+    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
+                            streaming=StreamingOptions(fast_start_ids=64))
+    speed = voice.speed = SpeedModel(assumed=PI4, frames_per_id=1.0)
+    assert voice.split is not None
+    text = "Please stand clear of the closing doors."
+    sentence = next(item for item in voice.frontend.plan(text) if hasattr(item, "phonemes"))
+    ids = voice.frontend.phoneme_ids(sentence.phonemes)
+    config = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
+    frames = voice.latent(ids, config).frames
+    chunks = list(voice.synthesize(text, config))
+    shape = Shape(voice.split, voice.streaming, voice.sample_rate)
+    items = [Item(ids=len(ids), first_in_text=True)]
+    windows = plan_text(items, shape, speed).windows
+    real = lead_s([Item(ids=len(ids), first_in_text=True, frames=frames)], shape, speed, windows)
+    assert frames > 1.5 * len(ids)
+    assert chunks[0].lead_s == pytest.approx(real)
+    assert real > lead_s(items, shape, speed, windows)
+
+
 def test_the_speed_model_learns_from_runs() -> None:
     speed = SpeedModel()
     for size in (10, 40, 80, 120, 160):

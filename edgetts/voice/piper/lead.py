@@ -62,6 +62,8 @@ class Item:
     first_in_text: bool = False
     """The text's first sentence: its schedule is chosen for the soonest start, the others' for the
     least CPU that keeps up."""
+    frames: int = 0
+    """The sentence's frames once its front has run (0: predicted from its ids, as before it has)."""
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None
     """Predicted (seconds of runs before it is ready, seconds of audio) of each chunk of ``item``."""
     if item.ids <= 0:
         return [(0.0, item.pause_s)]
-    frames = max(1, round(item.ids * speed.frames_per_id / max(item.rate, 0.1)))
+    frames = item.frames or max(1, round(item.ids * speed.frames_per_id / max(item.rate, 0.1)))
     split = shape.split
     if split is None:
         return [(speed.cost("whole")(item.ids), frames * 256 / shape.sample_rate)]

@@ -9,6 +9,7 @@ its split-off parts, goes through :meth:`PiperVoice._run`, the one caller of ``s
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -248,12 +249,14 @@ class PiperVoice:
 
     def stream(
         self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False,
-        windows: Windows | None = None,
+        windows: Windows | None = None, on_frames: Callable[[int], None] | None = None,
     ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
         concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`).
         ``windows``: the schedule (default: the voice's StreamingOptions; :func:`.lead.plan_text`
-        picks one for this machine's speed), whose ``prefix`` overrides ``fast_start``."""
+        picks one for this machine's speed), whose ``prefix`` overrides ``fast_start``.
+        ``on_frames``: told the sentence's frames as soon as its front has run, before its first
+        window (not on fast start's path, whose first windows come before the sentence's front)."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
         windows = windows or Windows(options.first_frames, options.growth,
@@ -264,6 +267,8 @@ class PiperVoice:
                 yield from fast
                 return
         latent = self.latent(ids, config)
+        if on_frames is not None:
+            on_frames(latent.frames)
         spans = plan_windows(latent.frames, windows.first, windows.growth, options.max_frames)
         fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
         pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, spans, fade)
@@ -325,12 +330,16 @@ class PiperVoice:
         items = self._items(plan[first:], first_sentence - first)
         shape = Shape(self.split, (self.streaming or StreamingOptions()) if streamed else None, self.sample_rate)
         schedule = plan_text(items, shape, self.speed)
-        chunks = self._chunks(plan, first, config, schedule.windows)
+        frames: dict[int, int] = {}
+        chunks = self._chunks(plan, first, config, schedule.windows, frames)
         head = next(chunks, None)
         if head is None:
             return
-        # Reckoned again once the first chunk is out: the speed model then has this text's first runs.
-        yield replace(head, lead_s=lead_s(items, shape, self.speed, schedule.windows))
+        # Reckoned again once the first chunk is out: the speed model then has this text's first
+        # runs, and the first sentence's frames are known, not predicted from its ids (a sentence
+        # longer than predicted has a last window later than predicted: a stop, at board speed).
+        known = [replace(item, frames=frames.get(first + k, 0)) for k, item in enumerate(items)]
+        yield replace(head, lead_s=lead_s(known, shape, self.speed, schedule.windows))
         yield from chunks
 
     def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
@@ -341,7 +350,9 @@ class PiperVoice:
                 for index, item in enumerate(plan)]
 
     def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,
-                windows: Sequence[Windows | None]) -> Iterator[AudioChunk]:
+                windows: Sequence[Windows | None], frames: dict[int, int]) -> Iterator[AudioChunk]:
+        """The chunks of ``plan`` from item ``first`` on; ``frames`` gets each streamed sentence's
+        frames (by its index in ``plan``) once its front has run."""
         for index, item in enumerate(plan):
             if index < first:
                 continue
@@ -350,10 +361,11 @@ class PiperVoice:
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
                 yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
             else:
-                yield from self._speak(item, index, config, schedule)
+                yield from self._speak(item, index, config, schedule, functools.partial(frames.__setitem__, index))
 
     def _speak(
-        self, sentence: Sentence, index: int, config: SynthesisConfig, windows: Windows | None
+        self, sentence: Sentence, index: int, config: SynthesisConfig, windows: Windows | None,
+        on_frames: Callable[[int], None] | None = None,
     ) -> Iterator[AudioChunk]:
         """The chunks of one sentence: its ``windows`` (streamed) or the whole of it (None)."""
         ids = self.frontend.phoneme_ids(sentence.phonemes)
@@ -364,7 +376,7 @@ class PiperVoice:
         if windows is not None:
             # Each window is yielded as soon as it is decoded (not when the next one is:
             # that would put the second window's time into the first audio).
-            for piece, last in self.stream(ids, config, windows=windows):
+            for piece, last in self.stream(ids, config, windows=windows, on_frames=on_frames):
                 yield AudioChunk(
                     audio=self._finish(piece, config, streamed=True),
                     sample_rate=self.sample_rate,
