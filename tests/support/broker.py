@@ -6,7 +6,7 @@ import contextlib
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,12 +57,20 @@ def _make_certs(d: Path) -> None:
                  "-CAcreateserial", "-days", "30", "-out", f"{who}.crt", "-extfile", f"{who}.ext")
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 10.0) -> None:
+def tcp_listening(port: int) -> bool:
+    """Something accepts connections on 127.0.0.1:``port`` (of this process's network namespace)."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        return True
+    return False
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, listening: Callable[[int], bool],
+               timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"mosquitto exited: {log.read_text()[-2000:]}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        if listening(port):
             return
         time.sleep(0.05)
     raise RuntimeError(f"mosquitto did not listen on {port}: {log.read_text()[-2000:]}")
@@ -112,15 +120,19 @@ keyfile {d}/server.key
 
 
 @contextlib.contextmanager
-def _running(d: Path, ports: list[int]) -> Iterator[None]:
-    """mosquitto on ``d / "mosquitto.conf"`` until the block ends; entered once every port listens."""
+def running(d: Path, ports: list[int], *, prefix: Sequence[str] = (),
+            listening: Callable[[int], bool] = tcp_listening) -> Iterator[None]:
+    """mosquitto on ``d / "mosquitto.conf"`` until the block ends; entered once every port listens.
+
+    ``prefix``: the command it runs through (``ip netns exec NAME``, support.netns), and
+    ``listening``: how a port is seen listening from here (the default connects from this process)."""
     log = d / "mosquitto.log"
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(["mosquitto", "-c", str(d / "mosquitto.conf")], stdout=logf,
+        proc = subprocess.Popen([*prefix, "mosquitto", "-c", str(d / "mosquitto.conf")], stdout=logf,
                                 stderr=subprocess.STDOUT)
     try:
         for port in ports:
-            _wait_port(port, proc, log)
+            _wait_port(port, proc, log, listening)
         yield
     finally:
         proc.terminate()
@@ -142,7 +154,7 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
                    capture_output=True, timeout=10)
     ports = _free_ports(4)
     (d / "mosquitto.conf").write_text(_config(d, *ports))
-    with _running(d, ports):
+    with running(d, ports):
         yield Broker("127.0.0.1", *ports, user, password, d / "ca.crt", d / "client.crt", d / "client.key", d)
 
 
@@ -159,5 +171,5 @@ def plain_broker(d: Path, extra: str = "") -> Iterator[Broker]:
         f"log_type error\nlog_type warning\nlog_type notice\nset_tcp_nodelay true\n"
         f"listener {port} 127.0.0.1\nallow_anonymous true\n{extra}"
     )
-    with _running(d, [port]):
+    with running(d, [port]):
         yield Broker("127.0.0.1", port, port, port, port, "", "", d / "none", d / "none", d / "none", d)

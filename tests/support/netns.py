@@ -8,14 +8,16 @@ here, joined by a veth pair and nothing else, are a board and a home server on a
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from support.broker import running
 
 BOARD_ADDRESS, HOME_ADDRESS = "10.213.0.1", "10.213.0.2"
 """The two ends of the test's own link (a private range inside namespaces this test made)."""
@@ -61,31 +63,14 @@ def two_hosts(tag: str) -> Iterator[tuple[list[str], list[str]]]:
 def mosquitto_in(prefix: list[str], folder: Path, port: int = 1883) -> Iterator[int]:
     """An anonymous mosquitto on 127.0.0.1:``port`` inside the namespace; yields the port."""
     folder.mkdir(parents=True, exist_ok=True)
-    conf = folder / "mosquitto.conf"
-    conf.write_text(f"user root\nlog_dest stderr\nlistener {port} 127.0.0.1\nallow_anonymous true\n")
-    log = folder / "mosquitto.log"
-    with open(log, "wb") as logf:
-        proc = subprocess.Popen([*prefix, "mosquitto", "-c", str(conf)], stdout=logf, stderr=subprocess.STDOUT)
-    try:
-        _wait_listening(prefix, port, proc, log)
+    (folder / "mosquitto.conf").write_text(f"user root\nlog_dest stderr\nlistener {port} 127.0.0.1\n"
+                                           "allow_anonymous true\n")
+    with running(folder, [port], prefix=prefix, listening=functools.partial(_listening_in, prefix)):
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
-def _wait_listening(prefix: list[str], port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mosquitto exited: {log.read_text()[-2000:]}")
-        listening = subprocess.run([*prefix, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True,
-                                   timeout=10).stdout
-        if listening.strip():
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"mosquitto did not listen on {port}: {log.read_text()[-2000:]}")
+def _listening_in(prefix: list[str], port: int) -> bool:
+    """A TCP port listens inside the namespace (this process, outside it, cannot connect there)."""
+    listening = subprocess.run([*prefix, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True,
+                               timeout=10).stdout
+    return bool(listening.strip())
