@@ -74,8 +74,7 @@ def test_windows_see_what_one_whole_flow_run_gives_and_compute_little_twice(voic
     latent, front = _latent(voice, runs)
     whole = voice.flow_runner()(front)  # type: ignore[misc]
     assert latent.frames > first + FLOW_CHUNK, "the sentence must need more than two runs"
-    name = next(iter(latent.window(0, first)))
-    head = latent.window(0, first)[name]
+    [(name, head)] = latent.window(0, first).items()
     bounds = [first, *range(first + 128, latent.frames, 128), latent.frames]
     later = [latent.window(lo, hi)[name] for lo, hi in zip(bounds, bounds[1:])]
     np.testing.assert_allclose(np.concatenate(later, axis=-1), whole[..., first:], atol=1e-4)
