@@ -69,8 +69,10 @@ class AudioChunk:
     lead_s: float = 0.0
     """Seconds after this chunk was produced before its playback should start (unless the text has
     ended by then): the engine's estimate, from its measured speed, of the buffering that keeps the
-    rest of the text from running dry (issue 14).  Only a text's first chunk carries one; 0 = play
-    it as soon as it comes."""
+    rest of the text from running dry (issue 14).  A text's first chunk carries one (0 = play it as
+    soon as it comes); a later chunk carries one only when the engine has learned, before the
+    first chunk's wait is over, that it must be longer: playback then starts no earlier than
+    this long after that chunk."""
 
     @property
     def duration_s(self) -> float:

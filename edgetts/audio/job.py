@@ -75,7 +75,9 @@ class PlaybackJob:
 
         ``lead_s`` (the engine's AudioChunk.lead_s): the first speech piece with one is held: it is
         heard no earlier than ``lead_s`` from now (audio queued ahead of it, a chime, plays
-        meanwhile and so counts towards the wait), unless the job ends first.
+        meanwhile and so counts towards the wait), unless the job ends first.  A later piece's
+        ``lead_s`` extends a hold that has not ended yet to at least that long from now (the
+        engine learned the text needs more buffering before anything was heard).
         False when the job was taken over by a fallback or has ended: stop producing.
         """
         samples = self.converter.resample(audio, rate)
@@ -86,6 +88,8 @@ class PlaybackJob:
                 if lead_s > 0 and not self._speech_fed:
                     self._hold_until = time.monotonic() + lead_s
                     self._hold_piece = id(samples)
+                elif lead_s > 0 and self._hold_until is not None:
+                    self._hold_until = max(self._hold_until, time.monotonic() + lead_s)
                 if self._hold_piece is not None:
                     self._speech_ids.add(id(samples))
             self._speech_fed = self._speech_fed or speech

@@ -21,8 +21,9 @@ def play_chunks(
 
     The device is opened (through ``stream_factory``) at the first chunk's
     rate, 16-bit mono; ``lead_in_s`` seconds of silence go first.  A first chunk's
-    ``lead_s`` is honoured: nothing is written until that long after it came, unless the
-    text ends first; meanwhile the (lazy) synthesis goes on.  Raises
+    ``lead_s`` is honoured: nothing is written until that long after it came (a later chunk's
+    lead, until then, extends the wait), unless the text ends first; meanwhile the (lazy)
+    synthesis goes on.  Raises
     :class:`AudioDeviceError` (one line) when there is no usable output device.
     """
     stream: OutputStreamLike | None = None
@@ -32,8 +33,8 @@ def play_chunks(
     try:
         for chunk in chunks:
             if stream is None:
-                if hold_until is None:
-                    hold_until = time.monotonic() + chunk.lead_s
+                if hold_until is None or chunk.lead_s > 0:  # a later chunk's lead extends the hold
+                    hold_until = max(hold_until or 0.0, time.monotonic() + chunk.lead_s)
                 if time.monotonic() < hold_until:
                     held.append(chunk)  # the next chunk is synthesized during the hold
                     continue

@@ -119,9 +119,22 @@ def test_play_chunks_holds_the_first_write_for_the_lead_and_synthesizes_meanwhil
     played = np.frombuffer(bytes(opened[0].data), "<i2")
     assert np.array_equal(played, np.concatenate([AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0).to_int16()
                                                   for i in range(6)]))
+    # A later chunk's lead, before the first one's is over, extends the wait.
+    produced.clear()
+    opened_at.clear()
+
+    def extended() -> Iterator[AudioChunk]:
+        for i, lead in enumerate((0.2, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0, 0.0)):
+            produced.append(time.monotonic())
+            yield AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0, lead_s=lead)
+            time.sleep(0.15)  # (the text goes on past both leads)
+
+    play_chunks(extended(), factory)
+    assert opened_at[0] - produced[2] >= 0.4
+    assert len(opened[-1].data) == 2 * 4000
     # A text that ends during its lead plays at once, all of it.
     produced.clear()
     opened_at.clear()
     play_chunks(chunks(5.0, 2), factory)
     assert opened_at[0] - produced[0] < 1.0
-    assert len(opened[1].data) == 2 * 1000
+    assert len(opened[-1].data) == 2 * 1000

@@ -134,6 +134,27 @@ def test_a_held_job_starts_after_its_lead_and_not_as_an_underrun(paced_env: Pace
         assert done.underruns == 0 and done.gap_ms == 0.0
         assert find_gaps(pcm, RATE) == []
 
+        # A later piece's lead, fed while the hold lasts, extends it (the engine learned the text
+        # needs more in hand); one fed once playback has begun changes nothing.
+        job = PlaybackJob("extended", player.converter, 1.0)
+        fed.clear()
+
+        def produce_extended() -> None:
+            fed.append(time.monotonic())
+            job.feed(_tone(0.3), RATE, (0, 0), speech=True, lead_s=0.3)
+            time.sleep(0.1)
+            fed.append(time.monotonic())
+            job.feed(_tone(0.3, start=int(0.3 * RATE)), RATE, (0, 1), speech=True, lead_s=0.6)
+            time.sleep(0.9)
+            job.feed(_tone(0.3, start=int(0.6 * RATE)), RATE, (0, 2), speech=True, lead_s=2.0)
+            job.end()
+
+        started, done, pcm, rec_start = _play(paced_env, job, player, reports,
+                                              threading.Thread(target=produce_extended))
+        assert 0.59 <= started.at_mono - fed[1] <= 0.7, started.at_mono - fed[1]
+        assert done.underruns == 0 and done.gap_ms == 0.0
+        assert find_gaps(pcm, RATE) == []  # the third piece's lead came too late to hold anything
+
         # A chime queued ahead plays during the hold; the speech still waits for its lead.
         job = PlaybackJob("chimed", player.converter, 1.0)
         fed.clear()

@@ -14,7 +14,17 @@ import pytest
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.model_cache import default_cache_dir
 from edgetts.voice.onnx_session import RuntimeOptions
-from edgetts.voice.piper.lead import FAST_START_GAIN, Item, Shape, Windows, _chunks, _Clock, lead_s, plan_text
+from edgetts.voice.piper.lead import (
+    FAST_START_GAIN,
+    Item,
+    Reckoner,
+    Shape,
+    Windows,
+    _chunks,
+    _Clock,
+    lead_s,
+    plan_text,
+)
 from edgetts.voice.piper.speed import Cost, SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
 from edgetts.voice.piper.windows import StreamingOptions
@@ -184,6 +194,61 @@ def test_the_first_chunk_carries_the_lead_of_the_first_sentence_s_real_frames() 
     assert frames > 1.5 * len(ids)
     assert chunks[0].lead_s == pytest.approx(real)
     assert real > lead_s(items, shape, speed, windows)
+
+
+def test_fast_start_s_lead_is_reckoned_from_its_prefix_s_frames_then_the_whole_sentence_s(shape: Shape) -> None:
+    """Fast start's first windows come before the sentence's front: the first chunk's lead is
+    reckoned from the frames of the prefix (the rest predicted), and once the whole front has run,
+    a longer sentence than reckoned extends the hold by what its real frames need."""
+    speed = SpeedModel(assumed=PI4, frames_per_id=1.0)  # predicts far too few frames
+    item = Item(ids=180, first_in_text=True)
+    windows = (Windows(8, 1.5, 64),)
+    reckoner = Reckoner([item], shape, speed, windows)
+    reckoner.teller(0)(140, 64)  # the prefix's front: 140 frames for its 64 ids
+    first = reckoner.lead()
+    with_prefix = lead_s([Item(ids=180, first_in_text=True, prefix=(140, 64))], shape, speed, windows)
+    assert first == pytest.approx(with_prefix)
+    # 105 frames in hand from the prefix's 48 kept ids (not 48), 256 in all (not 180): not what the
+    # ids predict
+    assert abs(first - lead_s([item], shape, speed, windows)) > 0.05
+    assert reckoner.more() == 0.0  # nothing more known yet
+    reckoner.teller(0)(400, 180)  # the whole front: 400 frames
+    whole = lead_s([Item(ids=180, first_in_text=True, frames=400, prefix=(140, 64))], shape, speed, windows)
+    assert whole > first + 0.3
+    extra = reckoner.more()
+    assert whole - 0.05 < extra <= whole  # from now: the whole lead less what has passed since the first
+    assert reckoner.more() == 0.0  # told once
+    # A sentence no longer than reckoned needs no more.
+    same = Reckoner([item], shape, speed, windows)
+    same.teller(0)(140, 64)
+    same.lead()
+    same.teller(0)(140 + 116, 180)
+    assert same.more() == 0.0
+
+
+def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
+    """The voice's side of the above: on fast start's path its prefix's frames (of the prefix's ids),
+    then the whole sentence's; on the exact path the sentence's once."""
+    from edgetts.engine import SynthesisConfig
+
+    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
+                            streaming=StreamingOptions(fast_start_ids=64))
+    assert voice.split is not None
+    text = "Flight BA 2490 to Lisbon is now boarding at gate 17."
+    sentence = next(item for item in voice.frontend.plan(text) if hasattr(item, "phonemes"))
+    ids = voice.frontend.phoneme_ids(sentence.phonemes)
+    config = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
+    told: list[tuple[int, int]] = []
+    for fast_start in (True, False):
+        told.clear()
+        pieces = list(voice.stream(ids, config, fast_start=fast_start, on_frames=lambda f, n: told.append((f, n))))
+        audio = sum(piece.size for piece, _ in pieces)
+        frames = audio // voice.split.hop
+        if fast_start:
+            assert [n for _, n in told] == [64, len(ids)]
+            assert 64 < told[0][0] < told[1][0] == frames
+        else:
+            assert told == [(frames, len(ids))]
 
 
 def test_the_speed_model_learns_from_runs() -> None:

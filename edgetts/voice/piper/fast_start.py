@@ -50,22 +50,26 @@ def applies(ids: Sequence[int], prefix: int) -> bool:
 
 def stream_fast(
     voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions,
-    schedule: Windows | None = None,
+    schedule: Windows | None = None, on_frames: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[np.ndarray, bool]] | None:
     """The sentence's raw audio windows with fast start, each with "is it the last"; None when the
-    prefix is too short to hold a first window (then the exact path runs)."""
+    prefix is too short to hold a first window (then the exact path runs).  ``on_frames``: told
+    (frames, of how many first ids) after the prefix's front and after the whole sentence's."""
     split = voice.split
     assert split is not None and split.durations
     schedule = schedule or Windows(options.first_frames, options.growth, options.fast_start_ids)
     limit = schedule.prefix or options.fast_start_ids
     keep = kept_ids(ids, limit, voice.config.phoneme_id_map.get(" ", (-1,))[0])
     prefix = voice.front(ids[:limit], config, [*split.front_outputs, split.durations])
-    kept = int(prefix.pop(split.durations).reshape(-1)[:keep].sum())
+    durations = prefix.pop(split.durations).reshape(-1)
+    kept = int(durations[:keep].sum())
     # Windows of the prefix end where the flow and the decoder would start to see its end.
     safe = kept - FLOW_REACH - split.margin
     if safe < 2 * options.first_frames:
         return None
-    return _windows(voice, ids, config, options, schedule, prefix, (keep, kept, safe))
+    told = on_frames or (lambda frames, of_ids: None)
+    told(int(durations.sum()), min(limit, len(ids)))
+    return _windows(voice, ids, config, options, schedule, prefix, (keep, kept, safe), told)
 
 
 def _windows(
@@ -76,6 +80,7 @@ def _windows(
     schedule: Windows,
     prefix: dict[str, np.ndarray],
     cut: tuple[int, int, int],
+    told: Callable[[int, int], None],
 ) -> Iterator[tuple[np.ndarray, bool]]:
     """``cut``: (K, its frames, the frames the prefix windows cover)."""
     keep, kept, safe = cut
@@ -95,6 +100,7 @@ def _windows(
     whole = voice.front(ids, config, [*split.front_outputs, split.durations])
     spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
     latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH)
+    told(latent.frames, len(ids))
     # The flow frames of the prefix windows saw FLOW_REACH frames of what follows them in the
     # spliced sentence too (the prefix's own frames): they are reused, not run again.
     latent.adopt(head_latent, safe + split.margin)

@@ -20,8 +20,9 @@ rather than stopping mid-word.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.speed import SpeedModel
@@ -64,6 +65,9 @@ class Item:
     least CPU that keeps up."""
     frames: int = 0
     """The sentence's frames once its front has run (0: predicted from its ids, as before it has)."""
+    prefix: tuple[int, int] = (0, 0)
+    """(frames, ids) of fast start's prefix front, which runs before the whole sentence's: until
+    that has run, the sentence's frames are the prefix's and the rest predicted from their ids."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None
     """Predicted (seconds of runs before it is ready, seconds of audio) of each chunk of ``item``."""
     if item.ids <= 0:
         return [(0.0, item.pause_s)]
-    frames = item.frames or max(1, round(item.ids * speed.frames_per_id / max(item.rate, 0.1)))
+    frames = _frames(item, speed)
     split = shape.split
     if split is None:
         return [(speed.cost("whole")(item.ids), frames * 256 / shape.sample_rate)]
@@ -257,13 +261,27 @@ def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None
     return _streamed(item, frames, split, shape.options, windows, shape.sample_rate, speed)
 
 
+def _frames(item: Item, speed: SpeedModel) -> int:
+    """The sentence's frames: as its front gave them, and predicted for the ids it has not seen."""
+    if item.frames:
+        return item.frames
+    per_id = speed.frames_per_id / max(item.rate, 0.1)
+    frames, ids = item.prefix
+    return max(1, frames + round(max(0, item.ids - ids) * per_id))
+
+
 def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOptions, windows: Windows,
               rate: int, speed: SpeedModel) -> list[tuple[float, float]]:
     front = speed.cost("front")
     largest = options.max_frames
     if windows.prefix and split.durations:
         limit = windows.prefix
-        kept = round((limit - max(4, limit // 4)) * speed.frames_per_id / max(item.rate, 0.1))
+        keep_ids = limit - max(4, limit // 4)
+        # The prefix's frames, once its front has run, say what the kept ids come to.
+        prefix_frames, prefix_ids = item.prefix
+        per_id = (prefix_frames / prefix_ids if prefix_ids else
+                  frames / item.ids if item.frames else speed.frames_per_id / max(item.rate, 0.1))
+        kept = round(keep_ids * per_id)
         safe = kept - FLOW_REACH - split.margin
         if safe >= 2 * options.first_frames:
             spans = plan_windows(safe, windows.first, windows.growth, largest)
@@ -298,3 +316,56 @@ def _decode(frames: int, windows: Sequence[tuple[int, int]], split: SplitModels,
             ready = keep_hi
         out.append((cost, (end - start) * split.hop / rate))
     return out
+
+
+class Reckoner:
+    """A text's lead as its sentences' frames become known (by the voice, as each front runs).
+
+    :meth:`lead` is the first chunk's (with whatever frames are known by then).  On fast start's
+    path the first sentence's frames are only partly known then (its prefix's); once its whole front
+    has run, :meth:`more` reckons the lead again, and if that ends later than the first one, how
+    much longer from now playback must wait: a hold not yet over is extended (a sentence longer
+    than predicted has its last windows later than predicted, and a held start costs no more
+    than a later one, while a stop mid-word is what the lead is for)."""
+
+    def __init__(self, items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None],
+                 offset: int = 0) -> None:
+        """``offset``: the index in :attr:`frames` of ``items[0]`` (the voice's plan index)."""
+        self._items, self._shape, self._speed, self._windows = items, shape, speed, windows
+        self._offset = offset
+        self._whole: dict[int, int] = {}
+        self._prefix: dict[int, tuple[int, int]] = {}
+        self._at: float | None = None
+        self._first = 0.0
+        self._partial: set[int] = set()
+
+    def teller(self, index: int) -> Callable[[int, int], None]:
+        """What the voice tells of the sentence at plan ``index``: (frames, of how many first ids)."""
+        def told(frames: int, of_ids: int) -> None:
+            if of_ids < self._items[index - self._offset].ids:
+                self._prefix[index] = (frames, of_ids)
+            else:
+                self._whole[index] = frames
+        return told
+
+    def lead(self) -> float:
+        """The lead of the first chunk, produced now."""
+        self._at = time.monotonic()
+        self._partial = set(self._prefix) - set(self._whole)
+        self._first = self._reckon()
+        return self._first
+
+    def more(self) -> float:
+        """0, or once the sentences only partly known at the first chunk are known whole, how long
+        from now playback must still wait (0 if the first lead already covers them)."""
+        if self._at is None or not self._partial or not self._partial <= set(self._whole):
+            return 0.0
+        self._partial = set()
+        lead = self._reckon()
+        return max(0.0, self._at + lead - time.monotonic()) if lead > self._first + 1e-3 else 0.0
+
+    def _reckon(self) -> float:
+        known = [replace(item, frames=self._whole.get(self._offset + k, 0),
+                         prefix=self._prefix.get(self._offset + k, (0, 0)))
+                 for k, item in enumerate(self._items)]
+        return lead_s(known, self._shape, self._speed, self._windows)

@@ -9,7 +9,6 @@ its split-off parts, goes through :meth:`PiperVoice._run`, the one caller of ``s
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +27,7 @@ from edgetts.voice.piper.fast_start import applies as fast_start_applies
 from edgetts.voice.piper.fast_start import stream_fast
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
-from edgetts.voice.piper.lead import Item, Shape, Windows, lead_s, plan_text
+from edgetts.voice.piper.lead import Item, Reckoner, Shape, Windows, plan_text
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
 from edgetts.voice.piper.seeded_model import SEEDED_NOISE
@@ -249,26 +248,27 @@ class PiperVoice:
 
     def stream(
         self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False,
-        windows: Windows | None = None, on_frames: Callable[[int], None] | None = None,
+        windows: Windows | None = None, on_frames: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
         concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`).
         ``windows``: the schedule (default: the voice's StreamingOptions; :func:`.lead.plan_text`
         picks one for this machine's speed), whose ``prefix`` overrides ``fast_start``.
-        ``on_frames``: told the sentence's frames as soon as its front has run, before its first
-        window (not on fast start's path, whose first windows come before the sentence's front)."""
+        ``on_frames``: told (frames, of how many first ids) as soon as a front has run: the
+        sentence's before its first window; on fast start's path its prefix's first, then the
+        whole sentence's."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
         windows = windows or Windows(options.first_frames, options.growth,
                                      options.fast_start_ids if fast_start else 0)
         if windows.prefix and self.split.durations and fast_start_applies(ids, windows.prefix):
-            fast = stream_fast(self, ids, config, options, windows)
+            fast = stream_fast(self, ids, config, options, windows, on_frames)
             if fast is not None:
                 yield from fast
                 return
         latent = self.latent(ids, config)
         if on_frames is not None:
-            on_frames(latent.frames)
+            on_frames(latent.frames, len(ids))
         spans = plan_windows(latent.frames, windows.first, windows.growth, options.max_frames)
         fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
         pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, spans, fade)
@@ -330,17 +330,16 @@ class PiperVoice:
         items = self._items(plan[first:], first_sentence - first)
         shape = Shape(self.split, (self.streaming or StreamingOptions()) if streamed else None, self.sample_rate)
         schedule = plan_text(items, shape, self.speed)
-        frames: dict[int, int] = {}
-        chunks = self._chunks(plan, first, config, schedule.windows, frames)
+        # The lead is reckoned again with the first sentence's frames as its front gave them.
+        reckoner = Reckoner(items, shape, self.speed, schedule.windows, first)
+        chunks = self._chunks(plan, first, config, schedule.windows, reckoner.teller)
         head = next(chunks, None)
         if head is None:
             return
-        # Reckoned again once the first chunk is out: the speed model then has this text's first
-        # runs, and the first sentence's frames are known, not predicted from its ids (a sentence
-        # longer than predicted has a last window later than predicted: a stop, at board speed).
-        known = [replace(item, frames=frames.get(first + k, 0)) for k, item in enumerate(items)]
-        yield replace(head, lead_s=lead_s(known, shape, self.speed, schedule.windows))
-        yield from chunks
+        yield replace(head, lead_s=reckoner.lead())
+        for chunk in chunks:  # (fast start's sentence: its frames are all known after its prefix)
+            more = reckoner.more()
+            yield replace(chunk, lead_s=more) if more > 0 else chunk
 
     def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
         """``plan`` as :mod:`.lead` sees it: ids of each sentence, length of each pause."""
@@ -350,9 +349,10 @@ class PiperVoice:
                 for index, item in enumerate(plan)]
 
     def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,
-                windows: Sequence[Windows | None], frames: dict[int, int]) -> Iterator[AudioChunk]:
-        """The chunks of ``plan`` from item ``first`` on; ``frames`` gets each streamed sentence's
-        frames (by its index in ``plan``) once its front has run."""
+                windows: Sequence[Windows | None], tell: Callable[[int], Callable[[int, int], None]],
+                ) -> Iterator[AudioChunk]:
+        """The chunks of ``plan`` from item ``first`` on; ``tell(index)`` is told each streamed
+        sentence's (frames, of how many ids) as its fronts run (:meth:`stream`)."""
         for index, item in enumerate(plan):
             if index < first:
                 continue
@@ -361,11 +361,11 @@ class PiperVoice:
                 silence = np.zeros(round(item.seconds * self.sample_rate), dtype=np.float32)
                 yield AudioChunk(audio=silence, sample_rate=self.sample_rate, sentence_index=index)
             else:
-                yield from self._speak(item, index, config, schedule, functools.partial(frames.__setitem__, index))
+                yield from self._speak(item, index, config, schedule, tell(index))
 
     def _speak(
         self, sentence: Sentence, index: int, config: SynthesisConfig, windows: Windows | None,
-        on_frames: Callable[[int], None] | None = None,
+        on_frames: Callable[[int, int], None] | None = None,
     ) -> Iterator[AudioChunk]:
         """The chunks of one sentence: its ``windows`` (streamed) or the whole of it (None)."""
         ids = self.frontend.phoneme_ids(sentence.phonemes)
