@@ -72,7 +72,7 @@ def _voice_model_problems(config: Config, path: str) -> list[str]:
     from edgetts.errors import VoiceError
     from edgetts.voice.catalog import resolve_voice
 
-    models = [(("voice", "model"), config.voice.model)]
+    models: list[tuple[tuple[str, ...], str]] = [(("voice", "model"), config.voice.model)]
     models += [(("voices", name, "model"), v.model) for name, v in config.voices.items()]
     problems = []
     for key, model in models:
@@ -109,8 +109,8 @@ def cmd_print_config(args: argparse.Namespace) -> int:
 def configure_logging(level: str) -> None:
     """journald under systemd (JOURNAL_STREAM is set), stderr otherwise."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
+    for old in list(root.handlers):
+        root.removeHandler(old)
     handler: logging.Handler | None = None
     if os.environ.get("JOURNAL_STREAM"):
         try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from edgetts import __version__
 from edgetts.daemon.status import Degraded, Status
 from edgetts.runtime.clock import clock_health
 from edgetts.runtime.memlock import read_vmlck
+from edgetts.vocabulary import DegradedWhat
 
 _PLAYED = frozenset({"started", "finished", "failed", "cancelled", "preempted", "fallback"})
 """Events of an announcement whose turn came (not `queued`, `rejected` or `expired`)."""
@@ -90,7 +91,7 @@ class Health:
             voice=voice,
             queue_depth=queue_depth,
             locked_bytes=read_vmlck(),
-            degraded=tuple(Degraded(w, r) for w, r in sorted(self._degraded.items())),
+            degraded=tuple(Degraded(cast(DegradedWhat, w), r) for w, r in sorted(self._degraded.items())),
             voices=voices,
             current=current,
             ts=time.time(),

@@ -125,7 +125,7 @@ class SideStream:
         """Make the next chunk (lane thread only); False once the stream has ended."""
         try:
             first = self._chunks is None
-            if first:
+            if self._chunks is None:
                 self._chunks = iter(self._voice.synthesize(self._text, self._config))
             self._out.put(next(self._chunks))
             if first:

@@ -66,8 +66,12 @@ async def _submit(c: Console, payload: bytes) -> Verdict:
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[Verdict] = loop.create_future()
 
+    def settle(verdict: Verdict) -> None:
+        if not answer.done():
+            answer.set_result(verdict)
+
     def reply(verdict: Verdict) -> None:  # on the loop's thread: hand over, never block
-        loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(verdict))
+        loop.call_soon_threadsafe(settle, verdict)
 
     c.ctx.announce(payload, reply)
     try:

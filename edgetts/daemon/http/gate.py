@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
@@ -38,7 +38,7 @@ class BodyTooLarge(Exception):
     """The body went past the limit while it was read."""
 
 
-async def reply(send: Send, status: int, obj: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def reply(send: Send, status: int, obj: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(obj).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

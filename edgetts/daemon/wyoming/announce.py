@@ -47,8 +47,12 @@ async def _announce(ctx: Any, received: Received) -> str | None:
     ident = f"wyoming-{uuid.uuid4().hex[:16]}"
     verdict: asyncio.Future[Any] = running.create_future()
 
+    def settle(v: Any) -> None:
+        if not verdict.done():
+            verdict.set_result(v)
+
     def reply(v: Any) -> None:  # on the daemon loop's thread: hand over, never block
-        running.call_soon_threadsafe(lambda: verdict.done() or verdict.set_result(v))
+        running.call_soon_threadsafe(settle, v)
 
     sub = ctx.feed.subscribe()  # before announcing: its end cannot slip past
     gone = threading.Event()
