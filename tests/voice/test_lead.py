@@ -138,6 +138,42 @@ def test_fast_start_grows_its_windows_as_slowly_as_it_needs_to_keep_up(shape: Sh
     assert gain >= FAST_START_GAIN, gain
 
 
+ONE_THREAD = {"front": Cost(0.0033, 0.000215), "flow": Cost(0.0028, 0.000141), "tail": Cost(0.0, 0.000585)}
+"""The speed model's fit on this machine at 1 thread, after the corpus (5 December 2026)."""
+
+
+def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keeps_up(
+    shape: Shape, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 301-id first sentence (a piece of the 60-word probe) at 1 thread: the voice's own schedule
+    does not quite keep up, so the plan searches.  A first window larger than one that kept up with
+    the same prefix only starts later: the search skips them, and picks what trying every one
+    picks (it tried ~137 schedules, 2.8 ms of that sentence's first audio)."""
+    import edgetts.voice.piper.lead as lead
+
+    speed = SpeedModel(assumed=ONE_THREAD, frames_per_id=2.2)
+    items = [Item(ids=301, first_in_text=True)]
+    assert shape.options is not None
+    clock = _Clock(speed)
+    every = [(clock.trial(_chunks(items[0], shape, speed, w))[0], w)
+             for w in lead._candidates(items[0], shape.options)]
+    own = every[0]
+    assert own[0] > _chunks(items[0], shape, speed, own[1])[0][0] * clock.safety  # it searches
+    tried: list[Windows | None] = []
+    counting = lead._chunks
+
+    def count(item: Item, shape_: Shape, speed_: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
+        tried.append(windows)
+        return counting(item, shape_, speed_, windows)
+
+    monkeypatch.setattr(lead, "_chunks", count)
+    chosen = plan_text(items, shape, speed).windows[0]
+    assert len(every) > 120 and len(tried) < 30, len(tried)
+    soonest = min(start for start, _ in every)
+    assert chosen is not None and chosen.prefix == 64
+    assert clock.trial(counting(items[0], shape, speed, chosen))[0] <= soonest * 1.02
+
+
 @pytest.mark.parametrize("costs", [PI4, TOO_SLOW], ids=["pi4", "too-slow"])
 def test_a_slow_board_gets_a_lead_that_never_runs_dry(shape: Shape, costs: dict[str, Cost]) -> None:
     speed = SpeedModel(assumed=costs)
