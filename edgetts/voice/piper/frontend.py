@@ -88,6 +88,9 @@ class PiperFrontend:
         # The voice's language decides the rules (issue 16): English ones for English voices only.
         self.text = replace(text or TextOptions(), language=voice_language(config))
         self.max_ids = max_ids
+        pad = len(config.phoneme_id_map[PAD])
+        self._costs = {phoneme: len(ids) + pad for phoneme, ids in config.phoneme_id_map.items()}
+        """Ids each phoneme adds to a run (looked up per phoneme when a long sentence is cut)."""
         self.languages = LanguageCheck(config, phonemize, lambda p: _merge_clusters(p, config.vowel_clusters))
 
     def _espeak(self, text: str, lang: str | None = None) -> list[list[str]]:
@@ -157,8 +160,7 @@ class PiperFrontend:
 
     def _id_cost(self, phoneme: str) -> int:
         """Input ids ``phoneme`` adds to a run (itself and its PAD; none when it is skipped)."""
-        mapped = self.config.phoneme_id_map.get(phoneme)
-        return 0 if mapped is None else len(mapped) + len(self.config.phoneme_id_map[PAD])
+        return self._costs.get(phoneme, 0)
 
     def _bounded(self, sentence: Sentence) -> list[Sentence | Pause]:
         """``sentence``, or its pieces of at most :attr:`max_ids` ids with a comma's pause between."""

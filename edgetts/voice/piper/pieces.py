@@ -45,15 +45,15 @@ def split_sentence(phonemes: Sequence[str], cost: Callable[[str], int], budget: 
         raise ValueError(f"budget must be at least 1 id, not {budget}")
     pieces: list[list[str]] = []
     rest = _strip(list(phonemes))
+    costs = [cost(p) for p in rest]  # once: what is left after a cut keeps its costs
     while rest:
-        costs = [cost(p) for p in rest]
         total = sum(costs)
         if total <= budget:
             pieces.append(rest)
             break
         cut = _cut(rest, costs, budget, total / math.ceil(total / budget))
         pieces.append(_strip(rest[:cut]))
-        rest = _strip(rest[cut:])
+        rest, costs = _strip_costed(rest[cut:], costs[cut:])
     return [piece for piece in pieces if piece]
 
 
@@ -78,13 +78,25 @@ def _cut(phonemes: list[str], costs: list[int], budget: int, target: float) -> i
     return fits
 
 
+def _strip_costed(phonemes: list[str], costs: list[int]) -> tuple[list[str], list[int]]:
+    """:func:`_strip` of ``phonemes``, and their ``costs`` cut the same way."""
+    start, end = _bounds(phonemes)
+    return phonemes[start:end], costs[start:end]
+
+
 def _strip(phonemes: list[str]) -> list[str]:
+    start, end = _bounds(phonemes)
+    return phonemes[start:end]
+
+
+def _bounds(phonemes: list[str]) -> tuple[int, int]:
+    """Where ``phonemes`` start and end without the word gaps around them."""
     start, end = 0, len(phonemes)
     while start < end and phonemes[start] == WORD_GAP:
         start += 1
     while end > start and phonemes[end - 1] == WORD_GAP:
         end -= 1
-    return phonemes[start:end]
+    return start, end
 
 
 def ends_phrase(piece: Sequence[str]) -> bool:
