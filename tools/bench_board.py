@@ -158,6 +158,9 @@ def per_run(lines: list[dict[str, Any]]) -> dict[str, Any]:
 
             recorded_first_audio_median_s=statistics.median(recorded) if recorded else None,
             engine_first_chunk_median_s=statistics.median(line["first_chunk_s"] for line in lines),
+            # The first audio a lead that knew the chunks' arrivals in advance would have given.
+            earliest_start_median_s=(statistics.median(line["earliest_start_s"] for line in lines)
+                                     if "earliest_start_s" in lines[0] else None),
             lead_s_max=max(line["lead_s"] for line in lines),
             lines_with_lead=sum(1 for line in lines if line["lead_s"] > 0),
             synth_cpu_s_total=sum(line["synth_cpu_s"] for line in lines),
@@ -215,6 +218,8 @@ def print_table(res: dict[str, Any]) -> None:
           f"recording {e['recorded_gaps_extra']:.0f} extra gaps / {e['recorded_gap_ms_extra']:.0f} ms; "
           f"first audio in the recording {_cell(e['recorded_first_audio_median_s']).strip()} s; "
           f"lead up to {e['lead_s_max']:.2f} s on {e['lines_with_lead']:.0f} lines; "
+          f"engine's first chunk {_cell(e['engine_first_chunk_median_s']).strip()} s, earliest start "
+          f"without a stop {_cell(e.get('earliest_start_median_s')).strip()} s (medians); "
           f"device opened {e['device_opens']:.0f}x ({e['device_open_s_total']:.2f} s)")
 
 

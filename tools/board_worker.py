@@ -36,6 +36,16 @@ REPORT_TIMEOUT_S = 600.0
 """A line's `finished` report must come within this (a wedged player ends the run, not the machine)."""
 
 
+def earliest_start(arrivals: list[tuple[float, float]]) -> float:
+    """The earliest time a player could have started and never waited for a chunk: what a lead
+    with perfect foresight of these arrivals would give (``arrivals`` as :func:`simulate`'s)."""
+    start, heard = 0.0, 0.0
+    for n, (at, seconds) in enumerate(arrivals):
+        start = at if n == 0 else max(start, at - heard)
+        heard += seconds
+    return start
+
+
 def simulate(arrivals: list[tuple[float, float]], start: float) -> tuple[int, float]:
     """(underruns, gap seconds) of a player that starts at ``start`` and plays chunks as they arrive.
 
@@ -128,7 +138,8 @@ class EdgeSide:
         return {
             "t0_mono": t0, "started_mono": started.at_mono, "finished_mono": finished_mono,
             "outcome": finished.kind, "first_audio_s": started.at_mono - t0,
-            "first_chunk_s": arrivals[0][0] - t0, "synth_s": produced["done"] - t0, "audio_s": audio_s,
+            "first_chunk_s": arrivals[0][0] - t0, "earliest_start_s": earliest_start(arrivals) - t0,
+            "synth_s": produced["done"] - t0, "audio_s": audio_s,
             "rtf": (produced["done"] - t0) / audio_s, "chunks": len(arrivals), "lead_s": produced["lead_s"],
             "underruns": getattr(finished, "underruns", None), "gap_ms": getattr(finished, "gap_ms", None),
             "sim_underruns": sim[0], "sim_gap_ms": sim[1] * 1000.0, "cpu_s": cpu,

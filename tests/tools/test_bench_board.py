@@ -31,6 +31,18 @@ def _need_slow_board() -> None:
         pytest.skip("CPU quota groups need root")
 
 
+def test_the_earliest_start_is_the_first_that_never_waits_for_a_chunk() -> None:
+    from board_worker import earliest_start, simulate
+
+    arrivals = [(1.0, 0.5), (1.2, 0.5), (2.5, 1.0), (2.6, 0.2)]
+    start = earliest_start(arrivals)
+    assert start == pytest.approx(1.5)  # the third chunk comes 1.5 s after the 1 s of audio before it
+    assert simulate(arrivals, start) == (0, 0.0)
+    underruns, gap = simulate(arrivals, start - 0.01)
+    assert underruns == 1 and gap == pytest.approx(0.01)
+    assert earliest_start([(0.3, 2.0), (0.4, 1.0)]) == pytest.approx(0.3)  # keeps up: its first chunk
+
+
 @pytest.mark.slow
 def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     _need_slow_board()
@@ -61,6 +73,7 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     edge = res["edgetts"]
     # The player's start is after the engine's first chunk; the recording saw the audio start too.
     assert edge["first_audio_median_s"] >= edge["engine_first_chunk_median_s"]
+    assert edge["earliest_start_median_s"] >= edge["engine_first_chunk_median_s"]
     assert edge["recorded_first_audio_median_s"] is not None
     assert edge["audio_s_total"] == pytest.approx(res["piper"]["audio_s_total"], rel=0.5)
     assert len(res["per_line"]["edgetts"][0]) == 2
