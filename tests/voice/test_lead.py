@@ -40,10 +40,8 @@ TOO_SLOW = {kind: Cost(c.fixed * 2, c.per_unit * 2) for kind, c in PI4.items()}
 
 @pytest.fixture(scope="module")
 def shape() -> Shape:
-    # The plan's tests below were reckoned on windows of at most 128 frames (the default until
-    # 5 December 2026, now 64): what they show of the plan holds for any largest window.
     voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                            streaming=StreamingOptions(fast_start_ids=64, max_frames=128))
+                            streaming=StreamingOptions(fast_start_ids=64))
     assert voice.split is not None
     return Shape(voice.split, voice.streaming, voice.sample_rate)
 
@@ -190,15 +188,15 @@ def test_a_slow_board_gets_a_lead_that_never_runs_dry(shape: Shape, costs: dict[
     assert first is not None and first.first > 4
 
 
-def test_the_default_s_smaller_largest_window_needs_less_in_hand_on_a_slow_board(shape: Shape) -> None:
+def test_a_smaller_largest_window_needs_less_in_hand_on_a_slow_board(shape: Shape) -> None:
     """A window's audio comes when all of it is decoded: on a board the largest window sets what must
-    be in hand before playback starts.  The default's 64 frames need less lead than 128 did."""
-    assert StreamingOptions().max_frames == 64
-    default = Shape(shape.split, StreamingOptions(fast_start_ids=64), shape.sample_rate)
+    be in hand before playback starts, and the plan reckons it so (64 frames against 128)."""
+    assert shape.options is not None and shape.options.max_frames == 128
+    capped = Shape(shape.split, StreamingOptions(fast_start_ids=64, max_frames=64), shape.sample_rate)
     speed = SpeedModel(assumed=PI4)
-    smaller, larger = plan_text(TEXT, default, speed), plan_text(TEXT, shape, speed)
+    smaller, larger = plan_text(TEXT, capped, speed), plan_text(TEXT, shape, speed)
     assert smaller.lead_s < larger.lead_s - 0.1, (smaller.lead_s, larger.lead_s)
-    assert _dry_seconds(TEXT, default, speed, smaller.windows, smaller.lead_s) == 0.0
+    assert _dry_seconds(TEXT, capped, speed, smaller.windows, smaller.lead_s) == 0.0
 
 
 def test_the_lead_grows_as_the_board_slows(shape: Shape) -> None:

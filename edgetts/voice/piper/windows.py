@@ -21,17 +21,15 @@ class StreamingOptions:
     """Frames in the first window of each sentence (x hop = samples: 1024, 46 ms for a 22050 Hz medium voice)."""
 
     growth: float = 8.0
-    """Each later window is this many times the one before (4, 32, 64, 64, ... frames)."""
+    """Each later window is this many times the one before (4, 32, 128, 128, ... frames)."""
 
-    max_frames: int = 64
-    """Largest window (0.74 s of audio).  The decoder's activations grow with the window: peak RSS
+    max_frames: int = 128
+    """Largest window (1.49 s of audio).  The decoder's activations grow with the window: peak RSS
     of a process speaking the corpus 168 / 187 / 199 / 224 MB at 64 / 128 / 192 / 256 frames (2
     threads, memory patterns off); each seam costs two margins.  On a slow board a window's audio
-    comes when all of it is decoded, so the largest one sets how much must be in hand before
-    playback can start: at a Pi 4's speed (the corpus, 1 thread, a CPU quota) the first audio that
-    the chunks' arrivals allowed fell from 1.08 to 0.91 s median and the lead's from 1.34 to 1.15 s
-    at 64 frames instead of 128, for the same CPU (8.22 against 8.24 s); at full speed the seams
-    cost ~3 % more."""
+    comes when all of it is decoded, so the largest one also sets how much must be in hand before
+    playback can start: 64 frames started a Pi 4's playback ~12 % sooner, but cost 1.15x whole
+    sentences' CPU there against 1.11x (docs/streaming.md, "Largest window")."""
 
     margin: int = 6
     """Decoder frames of context on each side of a window.  The joe voice's decoder reaches about
