@@ -157,8 +157,7 @@ def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
 
 def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, speed: SpeedModel) -> Windows:
     best: tuple[float, float, Windows] | None = None
-    kept_up: dict[int, int] = {}
-    """Per prefix, the first window of a schedule that kept up: a larger one only starts later."""
+    kept_up: dict[int, int] = {}  # per prefix, the first window of a schedule that kept up
     for index, windows in enumerate(_candidates(item, options)):
         if windows.first > kept_up.get(windows.prefix, options.max_frames):
             # Its first chunk decodes more frames after the same front, so it starts later than
@@ -340,7 +339,7 @@ class Reckoner:
 
     def __init__(self, items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None],
                  offset: int = 0) -> None:
-        """``offset``: the index in :attr:`frames` of ``items[0]`` (the voice's plan index)."""
+        """``offset``: the plan index of ``items[0]`` (what :meth:`teller` is asked with)."""
         self._items, self._shape, self._speed, self._windows = items, shape, speed, windows
         self._offset = offset
         self._whole: dict[int, int] = {}

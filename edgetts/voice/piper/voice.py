@@ -337,7 +337,7 @@ class PiperVoice:
         if head is None:
             return
         yield replace(head, lead_s=reckoner.lead())
-        for chunk in chunks:  # (fast start's sentence: its frames are all known after its prefix)
+        for chunk in chunks:  # fast start's: may extend the hold once the whole front has run
             more = reckoner.more()
             yield replace(chunk, lead_s=more) if more > 0 else chunk
 
