@@ -274,9 +274,13 @@ def _frames(item: Item, speed: SpeedModel) -> int:
     """The sentence's frames: as its front gave them, and predicted for the ids it has not seen."""
     if item.frames:
         return item.frames
-    per_id = speed.frames_per_id / max(item.rate, 0.1)
     frames, ids = item.prefix
-    return max(1, frames + round(max(0, item.ids - ids) * per_id))
+    return max(1, frames + round(max(0, item.ids - ids) * _predicted_per_id(item, speed)))
+
+
+def _predicted_per_id(item: Item, speed: SpeedModel) -> float:
+    """Frames an id of ``item`` is predicted to come to (the model's mean, at the item's rate)."""
+    return speed.frames_per_id / max(item.rate, 0.1)
 
 
 def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOptions, windows: Windows,
@@ -289,7 +293,7 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
         # The prefix's frames, once its front has run, say what the kept ids come to.
         prefix_frames, prefix_ids = item.prefix
         per_id = (prefix_frames / prefix_ids if prefix_ids else
-                  frames / item.ids if item.frames else speed.frames_per_id / max(item.rate, 0.1))
+                  frames / item.ids if item.frames else _predicted_per_id(item, speed))
         kept = round(keep_ids * per_id)
         safe = kept - FLOW_REACH - split.margin
         if safe >= 2 * options.first_frames:
