@@ -100,6 +100,31 @@ def test_linking_glide_is_written_as_in_piper() -> None:
     assert "".join(phonemize("the door", "en-us")[0]) == "ðə dˈɔːɹ"
 
 
+@pytest.mark.parametrize(
+    ("text", "voice", "passes"),
+    [("the door", "en-us", 1), ("Mind the gap.", "en-us", 1), ("the alarm", "en-us", 2),
+     ("We apologise for the inconvenience.", "en-us", 2), ("drei Züge", "de", 2), ("Guten Tag", "de", 1)],
+)
+def test_mnemonic_pass_runs_only_where_it_can_change_the_ipa(
+    monkeypatch: pytest.MonkeyPatch, text: str, voice: str, passes: int
+) -> None:
+    # The second espeak-ng pass (mnemonics) is half of its time; it can only matter at an
+    # empty IPA phone (the link) or a German tap.  The parity tests above check the output.
+    from edgetts.voice.piper import phonemize as module
+
+    modes: list[int] = []
+    real = module._Espeak.clauses
+
+    def counted(self: object, text: str, mode: int) -> list[tuple[str, str]]:
+        modes.append(mode)
+        return real(self, text, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module._Espeak, "clauses", counted)
+    phonemes = "".join(phonemize(text, voice)[0])
+    assert len(modes) == passes
+    assert ("ʲ" in phonemes) == (voice == "en-us" and passes == 2)
+
+
 def test_clauses_carry_terminators_and_sentence_ends() -> None:
     clauses = phonemize_clauses("Attention all staff: a drill, today. Go now!", "en-us")
     assert [(c.terminator, c.ends_sentence) for c in clauses] == [

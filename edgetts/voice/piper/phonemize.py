@@ -205,6 +205,17 @@ def _phone(ipa_phones: list[str], mnemonic_phones: list[str], i: int, german: bo
     return phone
 
 
+def _is_german(voice: str) -> bool:
+    return voice.split("-")[0].lower() == "de"
+
+
+def _needs_mnemonic(ipa_word: str, german: bool) -> bool:
+    """Whether :func:`_phone` can write anything but the IPA itself in ``ipa_word``: only where a
+    phone is empty (espeak-ng's link ``;``, which 1.52 writes as nothing) or, in German, at a tap."""
+    return (not ipa_word or ipa_word.startswith(_SEPARATOR) or ipa_word.endswith(_SEPARATOR)
+            or _SEPARATOR * 2 in ipa_word or (german and "ɾ" in ipa_word))
+
+
 def _with_link_glides(ipa: str, mnemonic: str, voice: str = "") -> str:
     """Join separated IPA phonemes as piper-tts's espeak-ng writes them (:func:`_phone`)."""
     ipa_words = ipa.split(" ")
@@ -212,26 +223,34 @@ def _with_link_glides(ipa: str, mnemonic: str, voice: str = "") -> str:
     if len(ipa_words) != len(mnemonic_words):
         _LOGGER.debug("glide alignment failed (words): %r / %r", ipa, mnemonic)
         return ipa.replace(_SEPARATOR, "")
+    german = _is_german(voice)
     words: list[str] = []
     for ipa_word, mnemonic_word in zip(ipa_words, mnemonic_words):
+        if not _needs_mnemonic(ipa_word, german):
+            words.append(ipa_word.replace(_SEPARATOR, ""))
+            continue
         ipa_phones = ipa_word.split(_SEPARATOR)
         mnemonic_phones = mnemonic_word.split(_SEPARATOR)
         if len(ipa_phones) != len(mnemonic_phones):
             _LOGGER.debug("glide alignment failed (phones): %r / %r", ipa_word, mnemonic_word)
             words.append("".join(ipa_phones))
             continue
-        german = voice.split("-")[0].lower() == "de"
         words.append("".join(_phone(ipa_phones, mnemonic_phones, i, german) for i in range(len(ipa_phones))))
     return " ".join(words)
 
 
 def phonemize_clauses(text: str, voice: str) -> list[Clause]:
     """espeak-ng's clauses of ``text`` with IPA phonemes and their terminators."""
+    german = _is_german(voice)
     with _Espeak.lock:
         espeak = _Espeak.get()
         espeak.set_voice(voice)
         ipa = espeak.clauses(text, _PHONEMES_IPA | _SEPARATED)
-        mnemonic = espeak.clauses(text, _SEPARATED)
+        # The mnemonic pass (half of espeak-ng's time) only where its answer can change the IPA.
+        if any(_needs_mnemonic(word, german) for phonemes, _ in ipa for word in phonemes.split(" ")):
+            mnemonic = espeak.clauses(text, _SEPARATED)
+        else:
+            mnemonic = ipa
     if len(mnemonic) != len(ipa):  # cannot happen for one text; keep the IPA if it does
         mnemonic = [(p.replace(_SEPARATOR, ""), c) for p, c in ipa]
     clauses: list[Clause] = []
