@@ -9,7 +9,12 @@ file is decoded by a fresh pocketsphinx decoder (its live cepstral-mean
 normalisation otherwise carries over from one utterance to the next and moves a
 figure by ~1.5 points with the order of decoding, ../shared/notes/benchmarking.md).
 
-    python tools/bench_wer.py [--seeds 0 1 2] [--threads 2] [--json OUT]
+    python tools/bench_wer.py [--seeds 0 1 ... 9] [--threads 2] [--json OUT]
+
+A figure moves by a point or two with anything that changes the audio at all (another noise seed,
+the same audio 2 dB quieter), so the modes are compared pair by pair: the same line and seed
+spoken by `default` and by `whole`, the mean of the differences and its standard error
+(`default_minus_whole`, `default_minus_whole_se`), and how many pairs each way.
 
 Modes: `default` (the daemon's default voice settings), `whole` (voice.streaming
 false), `fast_forced` (fast start on every first sentence over 96 ids, whatever
@@ -84,32 +89,49 @@ def measure(seeds: list[int], threads: int) -> dict[str, Any]:
     voices = _voices(threads)
     corpus = _corpus()
     per_seed: dict[str, list[float]] = {mode: [] for mode in MODES}
+    per_line: dict[str, list[list[float]]] = {mode: [[] for _ in corpus] for mode in MODES}
     for seed in seeds:
-        scores: dict[str, list[float]] = {mode: [] for mode in MODES}
-        for text, reference in corpus:
+        for line, (text, reference) in enumerate(corpus):
             for mode in MODES:
                 voice = voices["whole" if mode == "whole" else "default"]
                 audio = _speak(voice, text, mode, seed)
-                scores[mode].append(word_error_rate(reference, transcribe(audio, voice.sample_rate)))
+                per_line[mode][line].append(word_error_rate(reference, transcribe(audio, voice.sample_rate)))
         for mode in MODES:
-            per_seed[mode].append(statistics.fmean(scores[mode]))
+            per_seed[mode].append(statistics.fmean(scores[-1] for scores in per_line[mode]))
         print(f"seed {seed}: " + ", ".join(f"{m} {per_seed[m][-1]:.3f}" for m in MODES), flush=True)
     out: dict[str, Any] = {"seeds": seeds, "lines": len(corpus), "threads": threads}
     for mode in MODES:
         out[mode] = {"wer_mean": statistics.fmean(per_seed[mode]), "wer_per_seed": per_seed[mode],
-                     "wer_min": min(per_seed[mode]), "wer_max": max(per_seed[mode])}
-    out["default_minus_whole"] = out["default"]["wer_mean"] - out["whole"]["wer_mean"]
+                     "wer_min": min(per_seed[mode]), "wer_max": max(per_seed[mode]),
+                     "wer_per_line": [statistics.fmean(scores) for scores in per_line[mode]]}
+    out.update(_paired(per_line["default"], per_line["whole"]))
     return out
+
+
+def _paired(default: list[list[float]], whole: list[list[float]]) -> dict[str, Any]:
+    """default - whole over every (line, seed) pair: both heard the same noise, so what differs is how
+    they decode; the standard error says how far the mean could move with other seeds."""
+    diffs = [d - w for line_d, line_w in zip(default, whole) for d, w in zip(line_d, line_w)]
+    spread = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
+    return {"default_minus_whole": statistics.fmean(diffs),
+            "default_minus_whole_se": spread / len(diffs) ** 0.5,
+            "pairs": len(diffs),
+            "pairs_default_worse": sum(1 for d in diffs if d > 1e-9),
+            "pairs_default_better": sum(1 for d in diffs if d < -1e-9)}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    # Ten seeds: with three, the paired difference's standard error was about a point.
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     result = measure(args.seeds, args.threads)
     print(json.dumps({m: round(result[m]["wer_mean"], 3) for m in MODES}))
+    print(f"default - whole: {result['default_minus_whole']:+.4f} (standard error "
+          f"{result['default_minus_whole_se']:.4f}); of {result['pairs']} pairs default worse in "
+          f"{result['pairs_default_worse']}, better in {result['pairs_default_better']}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
