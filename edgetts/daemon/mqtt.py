@@ -123,16 +123,17 @@ class MqttLink:
             client = self._client
         m = self._config.mqtt
         props = None
-        kwargs = {}
+        # paho's default, the only value MQTT 3.1.1 takes; a v5 session resumes (clean_start False).
+        clean_start: mqtt.CleanStartOption = mqtt.MQTT_CLEAN_START_FIRST_ONLY
         if self._use_v5:
             props = Properties(PacketTypes.CONNECT)
             props.SessionExpiryInterval = m.session_expiry_s
-            kwargs["clean_start"] = False
+            clean_start = False
         _LOGGER.info(
             "MQTT connecting to %s:%d as %s (MQTT %s)", m.host, m.port, self._config.client_id,
             "5" if self._use_v5 else "3.1.1",
         )
-        client.connect_async(m.host, m.port, keepalive=m.keepalive_s, properties=props, **kwargs)
+        client.connect_async(m.host, m.port, keepalive=m.keepalive_s, clean_start=clean_start, properties=props)
         client.loop_start()
 
     def stop(self, timeout: float = 2.0) -> None:
