@@ -68,18 +68,21 @@ def _speak(voice: Any, text: str, mode: str, seed: int) -> np.ndarray:
     config = SynthesisConfig(seed=seed)
     if mode == "fast_forced":
         from edgetts.voice.piper.lead import Windows
+        from edgetts.voice.piper.seeded_noise import at_sentence
 
         options = voice.streaming
         plan = voice.frontend.plan(text)
         parts = []
         first = True
-        for item in plan:
+        for index, item in enumerate(plan):
             if not hasattr(item, "phonemes"):
                 parts.append(np.zeros(round(item.seconds * voice.sample_rate), np.float32))
                 continue
             ids = voice.frontend.phoneme_ids(item.phonemes)
             windows = Windows(options.first_frames, options.growth, options.fast_start_ids if first else 0)
-            parts += [voice._finish(p, config, streamed=True) for p, _ in voice.stream(ids, config, windows=windows)]
+            # The noise the voice gives this sentence (synthesize does the same): paired with the others.
+            heard = at_sentence(config, index)
+            parts += [voice._finish(p, heard, streamed=True) for p, _ in voice.stream(ids, heard, windows=windows)]
             first = False
         return np.concatenate(parts)
     return np.concatenate([c.audio for c in voice.synthesize(text, config)])
