@@ -265,3 +265,21 @@ def test_the_checker_finds_planted_faults(planted: Path) -> None:
         "edgetts/text/long.py:1: module has 401 lines (max 400)",
         "edgetts/text/long.py:63: long() has 61 lines (max 60)",
     ]
+
+
+_REPO_FIRST = ("sys.path.insert(0, str(Path(__file__).resolve().parents[1]))", "sys.path.insert(0, str(ROOT))")
+
+
+def test_tools_that_import_edgetts_import_this_checkout_s() -> None:
+    """A benchmark run from a venv whose editable install points at another clone measured that
+    clone (it happened, 5 December): every tool that imports edgetts puts its own checkout first."""
+    missing = []
+    for path in sorted((ROOT / "tools").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        imports = any((isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE)
+                      or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names))
+                      for node in ast.walk(tree))
+        if imports and not any(line in source for line in _REPO_FIRST):
+            missing.append(path.name)
+    assert missing == []

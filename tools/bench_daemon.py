@@ -53,6 +53,8 @@ from typing import Any
 from benchstats import percentile
 from daemon_rig import EventClient, free_port, start_broker
 
+# This checkout's edgetts, not another clone's that the venv may have installed (editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from edgetts.daemon.hops import HOPS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -51,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+# This checkout's edgetts, not another clone's that the venv may have installed (editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sherpa_voice
 from benchstats import percentile
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
+# This checkout's edgetts, not another clone's that the venv may have installed (editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from edgetts.text.normalize import normalize
 from edgetts.text.prepare import prepare
 

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This checkout's edgetts, not another clone's that the venv may have installed (editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_engine import _load_piper  # noqa: E402  (piper-tts at N threads on its own session)
 
 REPORT_TIMEOUT_S = 600.0

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# This checkout's edgetts, not another clone's that the venv may have installed (editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 FORMAT = 1
 """Bumped when the files made here change, so an old OUT_DIR is made again."""
 MODEL, TOKENS, CONFIG, STAMP = "model.onnx", "tokens.txt", "model.onnx.json", "source.json"
