@@ -16,6 +16,8 @@ from edgetts.voice.model_cache import default_cache_dir
 from edgetts.voice.onnx_session import RuntimeOptions
 from edgetts.voice.piper.lead import (
     FAST_START_GAIN,
+    PAD_S,
+    PAD_SHARE,
     Item,
     Reckoner,
     Shape,
@@ -318,6 +320,20 @@ def test_both_paths_teach_the_speed_model_the_sentence_s_frames_per_id() -> None
         frames, of_ids = told[-1]
         assert of_ids == len(ids) and abs(frames / len(ids) - before) > 0.05
         assert voice.speed.frames_per_id == pytest.approx(before + 0.2 * (frames / len(ids) - before))
+
+
+def test_a_lead_s_pad_grows_with_what_is_predicted() -> None:
+    """The pad covers a prediction's error: a first window a few ms short at full speed is not held
+    100 ms more (it was, on 5-8 of 40 lines in bench_daemon), while a board's lead keeps the whole pad."""
+    def lead(chunks: list[tuple[float, float]]) -> float:
+        clock = _Clock(SpeedModel())
+        clock.add([(compute / clock.safety, audio) for compute, audio in chunks])
+        return clock.lead
+
+    assert lead([(0.02, 0.046), (0.035, 1.0)]) == 0.0  # the second window ready in time: no lead
+    # Ready at 75 ms with 46 ms in hand from 20 ms: 9 ms short, padded by half of 75 ms.
+    assert lead([(0.02, 0.046), (0.055, 1.0)]) == pytest.approx(0.009 + PAD_SHARE * 0.075)
+    assert lead([(0.5, 0.9), (1.0, 1.0)]) == pytest.approx(0.1 + PAD_S)  # a board: 100 ms short
 
 
 def test_the_speed_model_learns_from_runs() -> None:

@@ -35,8 +35,15 @@ follows the last few sentences, and a run can be slower than its neighbours (a b
 fault)."""
 
 PAD_S = 0.1
-"""Added to a lead that is needed at all: the device starts a little after the first write, and a
-sentence's frames are predicted from its ids (a window the prediction did not see can be larger)."""
+"""The most added to a lead that is needed at all: the device starts a little after the first write,
+and a sentence's frames are predicted from its ids (a window the prediction did not see can be larger)."""
+
+PAD_SHARE = 0.5
+"""A lead's pad is also at most this share of the predicted time until the chunk that needs the lead
+is ready: what the pad covers is a prediction's error, which grows with what is predicted.  With the whole 100 ms,
+a 9 ms shortfall of a first 4-frame window at full speed held playback 109 ms, on 5-8 of 40 lines
+in bench_daemon at 2 threads; on a board the chunk that needs a lead is ready ~1 s on, and its pad
+stays 100 ms."""
 
 FAST_START_GAIN = 0.2
 """A first sentence that keeps up decoded exactly still takes fast start if that starts it this much
@@ -105,13 +112,16 @@ class _Clock:
         self.heard = 0.0
         self.first: float | None = None
         self.start = 0.0
+        self.binding = 0.0
+        """When the chunk that sets ``start`` is predicted ready."""
 
     def add(self, chunks: Sequence[tuple[float, float]]) -> None:
         for compute, audio in chunks:
             self.ready += compute * self.safety
             if self.first is None:
                 self.first = self.ready
-            self.start = max(self.start, self.ready - self.heard)
+            if self.ready - self.heard > self.start:
+                self.start, self.binding = self.ready - self.heard, self.ready
             self.heard += audio
 
     def trial(self, chunks: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -126,7 +136,7 @@ class _Clock:
     @property
     def lead(self) -> float:
         lead = self.start - (self.first or 0.0)
-        return lead + PAD_S if lead > 1e-6 else 0.0
+        return lead + min(PAD_S, PAD_SHARE * self.binding) if lead > 1e-6 else 0.0
 
 
 def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
