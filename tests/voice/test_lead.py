@@ -300,28 +300,6 @@ def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
             assert told == [(frames, len(ids))]
 
 
-def test_both_paths_teach_the_speed_model_the_sentence_s_frames_per_id() -> None:
-    """What a sentence's ids come to is learned on fast start's path too (its whole front), not
-    only on the exact one: the long first sentences are the ones fast start speaks."""
-    from edgetts.engine import SynthesisConfig
-
-    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                            streaming=StreamingOptions(fast_start_ids=64))
-    text = "Flight BA 2490 to Lisbon is now boarding at gate 17."
-    sentence = next(item for item in voice.frontend.plan(text) if hasattr(item, "phonemes"))
-    ids = voice.frontend.phoneme_ids(sentence.phonemes)
-    config = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
-    told: list[tuple[int, int]] = []
-    for fast_start in (True, False):
-        voice.speed = SpeedModel()
-        before = voice.speed.frames_per_id
-        told.clear()
-        list(voice.stream(ids, config, fast_start=fast_start, on_frames=lambda f, n: told.append((f, n))))
-        frames, of_ids = told[-1]
-        assert of_ids == len(ids) and abs(frames / len(ids) - before) > 0.05
-        assert voice.speed.frames_per_id == pytest.approx(before + 0.2 * (frames / len(ids) - before))
-
-
 def test_a_lead_s_pad_grows_with_what_is_predicted() -> None:
     """The pad covers a prediction's error: a first window a few ms short at full speed is not held
     100 ms more (it was, on 5-8 of 40 lines in bench_daemon), while a board's lead keeps the whole pad."""

@@ -102,11 +102,15 @@ class PiperVoice:
     ) -> PiperVoice:
         """Load ``model_path`` and its ``.onnx.json`` (beside it unless given).
 
-        ``cache_dir``: where the graph-optimised model (and the split of a streaming voice) is kept
-        between loads (None: made on every load).  ``streaming``: decode each sentence in windows
-        (True: default :class:`StreamingOptions`; a graph that cannot be split is spoken whole,
-        logged once); off: whole-sentence chunks normalised per sentence, like piper-tts.
-        ``max_sentence_ids``: a sentence of more input ids is spoken in pieces (:mod:`.pieces`)."""
+        ``cache_dir``: where the graph-optimised model (and the split of a
+        streaming voice) is kept between loads (None: made on every load).
+        ``streaming``: decode each sentence in windows, first audio after a
+        few tens of ms (True: default :class:`StreamingOptions`).  A graph that
+        cannot be split is spoken whole-sentence (logged once).  Off by
+        default: whole-sentence chunks normalised per sentence, like piper-tts.
+        ``max_sentence_ids``: a sentence of more input ids is spoken in pieces
+        (:mod:`.pieces`: what a run costs per id).
+        """
         model_path = Path(model_path)
         if config_path is None:
             config_path = model_path.with_name(model_path.name + ".json")
@@ -258,7 +262,7 @@ class PiperVoice:
         windows = windows or Windows(options.first_frames, options.growth,
                                      options.fast_start_ids if fast_start else 0)
         if windows.prefix and self.split.durations and fast_start_applies(ids, windows.prefix):
-            fast = stream_fast(self, ids, config, options, windows, self._learning(len(ids), on_frames))
+            fast = stream_fast(self, ids, config, options, windows, on_frames)
             if fast is not None:
                 yield from fast
                 return
@@ -270,16 +274,6 @@ class PiperVoice:
         pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, spans, fade)
         for index, piece in enumerate(pieces):
             yield piece, index == len(spans) - 1
-
-    def _learning(self, ids: int, on_frames: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
-        """``on_frames`` that also teaches the speed model a sentence's frames once its whole front
-        has run (fast start's path: :meth:`latent`, which does so on the exact one, is not run)."""
-        def told(frames: int, of_ids: int) -> None:
-            if of_ids >= ids:
-                self.speed.record_frames(ids, frames)
-            if on_frames is not None:
-                on_frames(frames, of_ids)
-        return told
 
     # -- audio -> chunks ----------------------------------------------------------
     def _finish(self, audio: np.ndarray, config: SynthesisConfig, *, streamed: bool = False) -> np.ndarray:
@@ -298,13 +292,17 @@ class PiperVoice:
     def synthesize(
         self, text: str | Prepared, config: SynthesisConfig | None = None, *, stream: bool | None = None
     ) -> Iterator[AudioChunk]:
-        """Chunks in speaking order, each yielded as soon as it is computed (a :class:`Prepared`
-        text made with this voice's TextOptions is not prepared again).
+        """Chunks in speaking order, each yielded as soon as it is computed.
 
-        Whole-sentence: one chunk per sentence (and per pause).  Streaming (``stream``, default: the
-        voice's setting): several chunks per sentence, the last with ``is_last_in_sentence``.  A
-        sentence longer than ``max_sentence_ids`` is several sentences (its pieces), so a consumer
-        that stops between chunks stops within one bounded run."""
+        A :class:`Prepared` text made with this voice's TextOptions is not prepared
+        again (:meth:`PiperFrontend.segments`).
+
+        Whole-sentence: one chunk per sentence (and per pause).  Streaming
+        (``stream``, default: the voice's setting): several chunks per
+        sentence, the last with ``is_last_in_sentence``.  A sentence longer
+        than ``max_sentence_ids`` is several sentences (its pieces), so a
+        consumer that stops between chunks stops within one bounded run.
+        """
         return self.synthesize_from(text, config, 0, stream=stream)
 
     def synthesize_from(
@@ -397,4 +395,5 @@ class PiperVoice:
 
 
 def _preview(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    return repr(shown)
