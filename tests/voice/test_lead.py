@@ -176,6 +176,36 @@ def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keep
     assert clock.trial(counting(items[0], shape, speed, chosen))[0] <= soonest * 1.02
 
 
+@pytest.mark.parametrize("costs", [FAST, ONE_THREAD, MEASURED_TWO_THREADS, PI4, TOO_SLOW],
+                         ids=["fast", "one-thread", "two-threads", "pi4", "too-slow"])
+def test_the_search_skips_schedules_whose_front_alone_ends_too_late_and_chooses_the_same(
+    shape: Shape, costs: dict[str, Cost], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A schedule whose front alone ends after the best start so far (+2 %) cannot be _better: the
+    search skips it without predicting its chunks, and chooses exactly what trying it chooses."""
+    import edgetts.voice.piper.lead as lead
+
+    texts = [[Item(ids=301, first_in_text=True), Item(pause_s=0.05), Item(ids=285), Item(ids=287)],
+             TEXT, [Item(ids=33, first_in_text=True)], [Item(ids=180, first_in_text=True), Item(ids=400)]]
+    tried: list[Windows | None] = []
+    counting = lead._chunks
+
+    def count(item: Item, shape_: Shape, speed_: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
+        tried.append(windows)
+        return counting(item, shape_, speed_, windows)
+
+    monkeypatch.setattr(lead, "_chunks", count)
+    pruned = [plan_text(text, shape, SpeedModel(assumed=costs, frames_per_id=2.2)) for text in texts]
+    with_bound = len(tried)
+    tried.clear()
+    monkeypatch.setattr(lead._Clock, "earliest", lambda self, compute: float("-inf"))
+    every = [plan_text(text, shape, SpeedModel(assumed=costs, frames_per_id=2.2)) for text in texts]
+    assert pruned == every
+    assert with_bound <= len(tried)
+    if costs is ONE_THREAD:  # the 60-word probe's first piece: its 96- and 128-id prefixes' fronts
+        assert with_bound < len(tried) - 4, (with_bound, len(tried))
+
+
 @pytest.mark.parametrize("costs", [PI4, TOO_SLOW], ids=["pi4", "too-slow"])
 def test_a_slow_board_gets_a_lead_that_never_runs_dry(shape: Shape, costs: dict[str, Cost]) -> None:
     speed = SpeedModel(assumed=costs)
