@@ -39,11 +39,10 @@ PAD_S = 0.1
 and a sentence's frames are predicted from its ids (a window the prediction did not see can be larger)."""
 
 PAD_SHARE = 0.5
-"""A lead's pad is also at most this share of the predicted time until the chunk that needs the lead
-is ready: what the pad covers is a prediction's error, which grows with what is predicted.  With the whole 100 ms,
-a 9 ms shortfall of a first 4-frame window at full speed held playback 109 ms, on 5-8 of 40 lines
-in bench_daemon at 2 threads; on a board the chunk that needs a lead is ready ~1 s on, and its pad
-stays 100 ms."""
+"""A lead's pad is also at most this share of the predicted time until the chunk that needs the lead is
+ready: what the pad covers is a prediction's error, which grows with what is predicted.  With the whole
+100 ms, a 9 ms shortfall of a first 4-frame window at full speed held playback 109 ms, on 5-8 of 40 lines
+in bench_daemon at 2 threads; on a board that chunk is ready ~1 s on, and its pad stays 100 ms."""
 
 FAST_START_GAIN = 0.2
 """A first sentence that keeps up decoded exactly still takes fast start if that starts it this much
@@ -180,7 +179,7 @@ def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, 
             # the voice's own does not keep up: 2.8 ms of a 301-id sentence's first audio.
             continue
         if best is not None and clock.earliest(speed.cost("front")(windows.prefix or item.ids)) > best[0] * 1.02:
-            continue  # its front alone ends too late to be _better (5 of the 60-word probe's 26 trials here)
+            continue  # its front alone ends too late to be _better (4 of the 60-word probe's 22 trials here)
         chunks = _chunks(item, shape, speed, windows)
         start, compute = clock.trial(chunks)
         floor = clock.start if clock.first is not None else chunks[0][0] * clock.safety
@@ -258,6 +257,7 @@ def _candidates(item: Item, options: StreamingOptions) -> Iterator[Windows]:
         firsts.reverse()
     exact = [Windows(options.first_frames, options.growth)] if item.first_in_text else []
     exact += [Windows(f, g) for f in firsts for g in _GROWTHS if f < largest or g == _GROWTHS[-1]]
+    exact = list(dict.fromkeys(exact))  # the voice's own schedule is also in the grid: tried once
     yield from exact
     for prefix in _prefixes(item, options):
         for w in exact:
