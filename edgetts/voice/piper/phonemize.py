@@ -258,9 +258,12 @@ def phonemize_clauses(text: str, voice: str) -> list[Clause]:
         zip(ipa, mnemonic)
     ):
         terminator, ends = clause_terminator(consumed, is_last=index == len(ipa) - 1)
+        # Without the mnemonic pass no word needs it: the IPA joined is what _with_link_glides gives.
+        joined = (ipa_phonemes.replace(_SEPARATOR, "") if mnemonic is ipa
+                  else _with_link_glides(ipa_phonemes, mnemonic_phonemes, voice))
         clauses.append(
             Clause(
-                phonemes=_with_link_glides(ipa_phonemes, mnemonic_phonemes, voice),
+                phonemes=joined,
                 terminator=terminator,
                 ends_sentence=ends,
             )
