@@ -31,7 +31,7 @@ from paced_sink import PacedSink, Recording
 
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(ROOT))
 RATE = 22050
 GROUP = "zone-a"
 PREFIX = "sync"
