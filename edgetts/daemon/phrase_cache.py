@@ -39,6 +39,7 @@ import numpy as np
 from edgetts.config import Config, VoiceModelSettings
 from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import Prepared, prepare_text
+from edgetts.voice.piper.windows import FAST_START_LOOKAHEAD
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -138,6 +139,8 @@ def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str | P
         # Streamed audio has a fixed gain per voice (whole sentences: each to full scale) and
         # fast start changes a long first sentence's first words: not the same phrase.
         context.update(streaming=True, fast_start_ids=voice.fast_start_ids)
+        if voice.fast_start_ids:  # which of its prefix's ids fast start keeps: another rule, another phrase
+            context.update(fast_start_lookahead=FAST_START_LOOKAHEAD)
     if voice is not None and voice.max_sentence_ids != VoiceModelSettings.max_sentence_ids:
         context.update(max_sentence_ids=voice.max_sentence_ids)  # (only then: the default's keys stay)
     extra = json.dumps(context, sort_keys=True, ensure_ascii=False)

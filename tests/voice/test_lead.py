@@ -121,16 +121,19 @@ MEASURED_TWO_THREADS = {"front": Cost(0.0063, 0.000155), "flow": Cost(0.0028, 0.
 fixed cost is larger than TWO_THREADS's."""
 
 
+SLOW_DECODER = {**MEASURED_TWO_THREADS, "tail": Cost(0.0032, 0.00073)}
+"""MEASURED_TWO_THREADS with a decoder twice as slow (a busier core)."""
+
+
 @pytest.mark.parametrize("ids", [125, 205])
 def test_fast_start_grows_its_windows_as_slowly_as_it_needs_to_keep_up(shape: Shape, ids: int) -> None:
-    """After the prefix's windows the whole sentence's front runs: at the voice's own growth (4 -> 32
-    frames) the second window is late for the end of the first.  The plan then grows more slowly
-    rather than give up fast start (125 ids) or take it with a stop after 46 ms (205 ids)."""
+    """After the prefix's windows the whole sentence's front runs: with a slower decoder, at the
+    voice's own growth (4 -> 32 frames) fast start's second window is late for the end of the first.
+    The plan then grows more slowly rather than give up fast start or take it with a stop."""
     assert shape.options is not None
-    speed = SpeedModel(assumed=MEASURED_TWO_THREADS)
+    speed = SpeedModel(assumed=SLOW_DECODER)
     item = Item(ids=ids, first_in_text=True)
     own = Windows(shape.options.first_frames, shape.options.growth)
-    assert _planned_wait(item, shape, speed, own) == 0.0  # exact decoding keeps up
     assert _planned_wait(item, shape, speed, Windows(own.first, own.growth, 64)) > 0.002
     plan = plan_text([item], shape, speed)
     chosen = plan.windows[0]

@@ -228,6 +228,22 @@ def test_fast_start_windows_go_on_from_the_prefix_schedule(fast_voice: PiperVoic
     assert [window_size(i, 4, 3.0, 128) for i in range(6)] == [4, 12, 36, 108, 128, 128]
 
 
+def test_fast_start_keeps_only_ids_that_saw_32_ids_after_them(fast_voice: PiperVoice) -> None:
+    """Each kept id's prefix run saw FAST_START_LOOKAHEAD ids of what follows (half of a shorter
+    prefix): with 16, the words before the splice read worse than exact decoding (bench_wer)."""
+    from edgetts.voice.piper.fast_start import kept_ids
+    from edgetts.voice.piper.windows import FAST_START_LOOKAHEAD, fast_start_keep_to
+
+    assert FAST_START_LOOKAHEAD == 32
+    assert [fast_start_keep_to(n) for n in (32, 48, 64, 96, 128)] == [16, 24, 32, 64, 96]
+    ids = fast_voice.frontend.sentence_ids(LONG)[0]
+    space = fast_voice.config.phoneme_id_map[" "][0]
+    for prefix in (48, 64, 96, 128):
+        keep = kept_ids(ids, prefix, space)
+        assert ids[keep] == space and prefix - keep >= min(32, prefix // 2)
+        assert space not in ids[keep + 1 : fast_start_keep_to(prefix) + 1]  # the last word boundary
+
+
 def test_fast_start_leaves_short_and_later_sentences_exact(fast_voice: PiperVoice) -> None:
     text = f"Mind the gap. {LONG}"  # the long sentence is not the first: no fast start for it
     streamed = list(fast_voice.synthesize(text, RAW))

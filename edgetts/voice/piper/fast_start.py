@@ -21,7 +21,7 @@ from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
-from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, plan_windows, window_size
+from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, fast_start_keep_to, plan_windows, window_size
 
 
 class SplitVoice(Protocol):
@@ -38,8 +38,9 @@ class SplitVoice(Protocol):
 
 
 def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
-    """K: the last word boundary at or before 3/4 N, so each kept id saw at least N/4 ids after it."""
-    keep_to = limit - max(4, limit // 4)
+    """K: the last word boundary at or before :func:`fast_start_keep_to` of N, so each kept id saw
+    at least FAST_START_LOOKAHEAD ids after it (N/2 of a shorter prefix)."""
+    keep_to = fast_start_keep_to(limit)
     return max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
 
 

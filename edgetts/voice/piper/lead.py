@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
-from edgetts.voice.piper.windows import StreamingOptions, plan_windows, window_size
+from edgetts.voice.piper.windows import StreamingOptions, fast_start_keep_to, plan_windows, window_size
 
 SAFETY = 1.15
 """Predicted run times are stretched by this much, times the model's recent slowdown: the fit
@@ -221,10 +221,10 @@ def _fast_variant(clock: _Clock, item: Item, shape: Shape, speed: SpeedModel, wi
     """(S, compute, schedule, keeps up) of fast start on ``prefix`` with ``windows``' first window
     and the largest growth that keeps up (else the soonest).  After the prefix's windows the whole
     sentence's front runs, so a growth that keeps up exactly may not here: the second window, made
-    larger, is then late for the end of the first (the speed model's fit here, 2 threads: S 35 ms
-    instead of 30 at growth 8 for a 125-id sentence, so fast start looked no sooner than exact
-    decoding's 41 ms).  Searched from the largest growth down, and only as far as needed: each
-    trial costs ~0.1-0.3 ms of the text's first audio here."""
+    larger, can be late for the end of the first (with fast start keeping ids 16 ahead of its
+    prefix's end, this machine's fit at 2 threads: S 35 ms instead of 30 at growth 8 for 125 ids).
+    Searched from the largest growth down, and only as far as needed: each trial costs ~0.1-0.3 ms
+    of the text's first audio here."""
     best: tuple[float, float, Windows, bool] | None = None
     for growth in sorted({windows.growth, *_GROWTHS}, reverse=True):
         candidate = Windows(windows.first, growth, prefix)
@@ -305,7 +305,7 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
     largest = options.max_frames
     if windows.prefix and split.durations:
         limit = windows.prefix
-        keep_ids = limit - max(4, limit // 4)
+        keep_ids = fast_start_keep_to(limit)
         # The prefix's frames, once its front has run, say what the kept ids come to.
         prefix_frames, prefix_ids = item.prefix
         per_id = (prefix_frames / prefix_ids if prefix_ids else
