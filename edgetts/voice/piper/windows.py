@@ -68,7 +68,6 @@ def fast_start_keep_to(prefix: int) -> int:
     return prefix - min(FAST_START_LOOKAHEAD, prefix // 2)
 
 
-
 def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[tuple[int, int]]:
     """[start, end) frame ranges covering ``frames``: ``first`` frames, then each ``growth`` times larger.
 
