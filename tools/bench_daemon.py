@@ -53,11 +53,11 @@ from typing import Any
 from benchstats import percentile
 from daemon_rig import EventClient, free_port, start_broker
 
+ROOT = Path(__file__).resolve().parents[1]
 # This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(ROOT))
 from edgetts.daemon.hops import HOPS
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 
 SETTLE_S = 0.25

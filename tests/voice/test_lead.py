@@ -147,6 +147,21 @@ ONE_THREAD = {"front": Cost(0.0033, 0.000215), "flow": Cost(0.0028, 0.000141), "
 """The speed model's fit on this machine at 1 thread, after the corpus (5 December 2026)."""
 
 
+def _count_chunks(monkeypatch: pytest.MonkeyPatch) -> list[Windows | None]:
+    """The schedules whose chunks the plan predicts from now on, in order."""
+    import edgetts.voice.piper.lead as lead
+
+    tried: list[Windows | None] = []
+    counting = lead._chunks
+
+    def count(item: Item, shape_: Shape, speed_: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
+        tried.append(windows)
+        return counting(item, shape_, speed_, windows)
+
+    monkeypatch.setattr(lead, "_chunks", count)
+    return tried
+
+
 def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keeps_up(
     shape: Shape, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -164,14 +179,8 @@ def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keep
              for w in lead._candidates(items[0], shape.options)]
     own = every[0]
     assert own[0] > _chunks(items[0], shape, speed, own[1])[0][0] * clock.safety  # it searches
-    tried: list[Windows | None] = []
     counting = lead._chunks
-
-    def count(item: Item, shape_: Shape, speed_: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
-        tried.append(windows)
-        return counting(item, shape_, speed_, windows)
-
-    monkeypatch.setattr(lead, "_chunks", count)
+    tried = _count_chunks(monkeypatch)
     chosen = plan_text(items, shape, speed).windows[0]
     assert len(every) > 120 and len(tried) < 30, len(tried)
     soonest = min(start for start, _ in every)
@@ -190,14 +199,7 @@ def test_the_search_skips_schedules_whose_front_alone_ends_too_late_and_chooses_
 
     texts = [[Item(ids=301, first_in_text=True), Item(pause_s=0.05), Item(ids=285), Item(ids=287)],
              TEXT, [Item(ids=33, first_in_text=True)], [Item(ids=180, first_in_text=True), Item(ids=400)]]
-    tried: list[Windows | None] = []
-    counting = lead._chunks
-
-    def count(item: Item, shape_: Shape, speed_: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
-        tried.append(windows)
-        return counting(item, shape_, speed_, windows)
-
-    monkeypatch.setattr(lead, "_chunks", count)
+    tried = _count_chunks(monkeypatch)
     pruned = [plan_text(text, shape, SpeedModel(assumed=costs, frames_per_id=2.2)) for text in texts]
     with_bound = len(tried)
     tried.clear()

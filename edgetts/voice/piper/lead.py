@@ -171,14 +171,14 @@ def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
 def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, speed: SpeedModel) -> Windows:
     best: tuple[float, float, Windows] | None = None
     kept_up: dict[int, int] = {}  # per prefix, the first window of a schedule that kept up
+    front = speed.cost("front")  # once: each cost() takes the speed model's lock
     for index, windows in enumerate(_candidates(item, options)):
         if windows.first > kept_up.get(windows.prefix, options.max_frames):
-            # Its first chunk decodes more frames after the same front, so it starts later than
-            # the one that kept up (by more than _better's 2 %: 4 frames of decoding are ~5 % of
-            # a first chunk here).  The first sentence's search tried all ~130 schedules where
-            # the voice's own does not keep up: 2.8 ms of a 301-id sentence's first audio.
+            # Its first chunk decodes more frames after the same front, so it starts later than the
+            # one that kept up (by more than _better's 2 %: 4 frames of decoding are ~5 % of a first
+            # chunk here).  Trying all ~130 cost 2.8 ms of a 301-id first sentence's first audio.
             continue
-        if best is not None and clock.earliest(speed.cost("front")(windows.prefix or item.ids)) > best[0] * 1.02:
+        if best is not None and clock.earliest(front(windows.prefix or item.ids)) > best[0] * 1.02:
             continue  # its front alone ends too late to be _better (4 of the 60-word probe's 22 trials here)
         chunks = _chunks(item, shape, speed, windows)
         start, compute = clock.trial(chunks)
