@@ -19,7 +19,6 @@ from edgetts.voice.piper.lead import (
     PAD_S,
     PAD_SHARE,
     Item,
-    Reckoner,
     Shape,
     Windows,
     _chunks,
@@ -27,6 +26,7 @@ from edgetts.voice.piper.lead import (
     lead_s,
     plan_text,
 )
+from edgetts.voice.piper.reckon import Reckoner
 from edgetts.voice.piper.speed import Cost, SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
 from edgetts.voice.piper.windows import StreamingOptions
@@ -131,7 +131,9 @@ def test_fast_start_grows_its_windows_as_slowly_as_it_needs_to_keep_up(shape: Sh
     voice's own growth (4 -> 32 frames) fast start's second window is late for the end of the first.
     The plan then grows more slowly rather than give up fast start or take it with a stop."""
     assert shape.options is not None
-    speed = SpeedModel(assumed=SLOW_DECODER)
+    # A slow speaker's 2.75 frames an id: the plan reckons its 32 kept ids at 70 frames (HEAD_SHARE),
+    # enough windows before the whole front for the second window to be late at the voice's growth.
+    speed = SpeedModel(assumed=SLOW_DECODER, frames_per_id=2.75)
     item = Item(ids=ids, first_in_text=True)
     own = Windows(shape.options.first_frames, shape.options.growth)
     assert _planned_wait(item, shape, speed, Windows(own.first, own.growth, 64)) > 0.002

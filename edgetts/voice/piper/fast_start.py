@@ -21,7 +21,7 @@ from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
-from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, fast_start_keep_to, plan_windows, window_size
+from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, fast_start_kept, plan_windows, window_size
 
 
 class SplitVoice(Protocol):
@@ -37,11 +37,14 @@ class SplitVoice(Protocol):
     def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray: ...
 
 
+def word_ends(ids: Sequence[int], space: int) -> tuple[int, ...]:
+    """Positions of the word separator ``space`` in ``ids``: where fast start may end its kept ids."""
+    return tuple(k for k, i in enumerate(ids) if i == space)
+
+
 def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
-    """K: the last word boundary at or before :func:`fast_start_keep_to` of N, so each kept id saw
-    at least FAST_START_LOOKAHEAD ids after it (N/2 of a shorter prefix)."""
-    keep_to = fast_start_keep_to(limit)
-    return max((k for k in range(1, keep_to + 1) if ids[k] == space), default=keep_to)
+    """K of a ``limit``-id prefix of ``ids`` (:func:`.windows.fast_start_kept`)."""
+    return fast_start_kept(limit, word_ends(ids, space))
 
 
 def applies(ids: Sequence[int], prefix: int) -> bool:

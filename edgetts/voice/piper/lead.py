@@ -20,14 +20,13 @@ rather than stopping mid-word.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
-from edgetts.voice.piper.windows import StreamingOptions, fast_start_keep_to, plan_windows, window_size
+from edgetts.voice.piper.windows import StreamingOptions, fast_start_kept, plan_windows, window_size
 
 SAFETY = 1.15
 """Predicted run times are stretched by this much, times the model's recent slowdown: the fit
@@ -49,6 +48,12 @@ FAST_START_GAIN = 0.2
 sooner.  Fast start costs one more front run, on its prefix: here, at 2 threads, a 205-id first
 sentence then starts in ~37 ms instead of ~71 ms, while a 100-id one would start ~7 ms sooner for
 about a fifth more CPU on that sentence."""
+
+HEAD_SHARE = 0.8
+"""Fast start's kept ids come to fewer frames than the voice's mean per id (which counts sentence
+ends' long last phones): 0.74-1.22 of it, median 0.90, over the corpus's long first sentences at
+64-128 ids and 3 seeds.  Before the prefix front has run, the plan takes this share, so a prefix
+whose head would fall short of a first window is not chosen (it would run for nothing)."""
 
 _FIRSTS = (4, 8, 16, 24, 32, 48, 64, 96, 128)
 _GROWTHS = (1.5, 2.0, 3.0, 8.0)
@@ -74,6 +79,9 @@ class Item:
     prefix: tuple[int, int] = (0, 0)
     """(frames, ids) of fast start's prefix front, which runs before the whole sentence's: until
     that has run, the sentence's frames are the prefix's and the rest predicted from their ids."""
+    word_ends: tuple[int, ...] = ()
+    """Where its words end (id positions): fast start keeps a prefix's ids up to one of them, so
+    what its first windows may hold (none known: up to :func:`.windows.fast_start_keep_to`)."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +219,10 @@ def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: St
         sooner, compute, candidate, keeps_up = _fast_variant(clock, item, shape, speed, windows, prefix)
         if sooner < start * (1.0 - FAST_START_GAIN) and _better(sooner, compute, best):
             best = (sooner, compute, candidate)
-        if keeps_up:
-            break  # it starts at its first chunk, and a longer prefix's front makes that later
+        if keeps_up and sooner < start:
+            # It starts at its first chunk, and a longer prefix's front makes that later (unless
+            # this prefix kept too few ids for a window and was modelled as run for nothing).
+            break
     return windows if best is None else best[2]
 
 
@@ -305,11 +315,11 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
     largest = options.max_frames
     if windows.prefix and split.durations:
         limit = windows.prefix
-        keep_ids = fast_start_keep_to(limit)
+        keep_ids = fast_start_kept(limit, item.word_ends)
         # The prefix's frames, once its front has run, say what the kept ids come to.
         prefix_frames, prefix_ids = item.prefix
         per_id = (prefix_frames / prefix_ids if prefix_ids else
-                  frames / item.ids if item.frames else _predicted_per_id(item, speed))
+                  frames / item.ids if item.frames else _predicted_per_id(item, speed) * HEAD_SHARE)
         kept = round(keep_ids * per_id)
         safe = kept - FLOW_REACH - split.margin
         if safe >= 2 * options.first_frames:
@@ -322,7 +332,9 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
             tail[0] = (tail[0][0] + front(item.ids), tail[0][1])
             return head + tail
     out = _decode(frames, plan_windows(frames, windows.first, windows.growth, largest), split, rate, speed, 0)
-    out[0] = (out[0][0] + front(item.ids), out[0][1])
+    # A prefix too short for a first window was still run (the voice finds out from its durations).
+    wasted = front(windows.prefix) if windows.prefix and split.durations else 0.0
+    out[0] = (out[0][0] + front(item.ids) + wasted, out[0][1])
     return out
 
 
@@ -345,56 +357,3 @@ def _decode(frames: int, windows: Sequence[tuple[int, int]], split: SplitModels,
             ready = keep_hi
         out.append((cost, (end - start) * split.hop / rate))
     return out
-
-
-class Reckoner:
-    """A text's lead as its sentences' frames become known (by the voice, as each front runs).
-
-    :meth:`lead` is the first chunk's (with whatever frames are known by then).  On fast start's
-    path the first sentence's frames are only partly known then (its prefix's); once its whole front
-    has run, :meth:`more` reckons the lead again, and if that ends later than the first one, how
-    much longer from now playback must wait: a hold not yet over is extended (a sentence longer
-    than predicted has its last windows later than predicted, and a held start costs no more
-    than a later one, while a stop mid-word is what the lead is for)."""
-
-    def __init__(self, items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None],
-                 offset: int = 0) -> None:
-        """``offset``: the plan index of ``items[0]`` (what :meth:`teller` is asked with)."""
-        self._items, self._shape, self._speed, self._windows = items, shape, speed, windows
-        self._offset = offset
-        self._whole: dict[int, int] = {}
-        self._prefix: dict[int, tuple[int, int]] = {}
-        self._at: float | None = None
-        self._first = 0.0
-        self._partial: set[int] = set()
-
-    def teller(self, index: int) -> Callable[[int, int], None]:
-        """What the voice tells of the sentence at plan ``index``: (frames, of how many first ids)."""
-        def told(frames: int, of_ids: int) -> None:
-            if of_ids < self._items[index - self._offset].ids:
-                self._prefix[index] = (frames, of_ids)
-            else:
-                self._whole[index] = frames
-        return told
-
-    def lead(self) -> float:
-        """The lead of the first chunk, produced now."""
-        self._at = time.monotonic()
-        self._partial = set(self._prefix) - set(self._whole)
-        self._first = self._reckon()
-        return self._first
-
-    def more(self) -> float:
-        """0, or once the sentences only partly known at the first chunk are known whole, how long
-        from now playback must still wait (0 if the first lead already covers them)."""
-        if self._at is None or not self._partial or not self._partial <= set(self._whole):
-            return 0.0
-        self._partial = set()
-        lead = self._reckon()
-        return max(0.0, self._at + lead - time.monotonic()) if lead > self._first + 1e-3 else 0.0
-
-    def _reckon(self) -> float:
-        known = [replace(item, frames=self._whole.get(self._offset + k, 0),
-                         prefix=self._prefix.get(self._offset + k, (0, 0)))
-                 for k, item in enumerate(self._items)]
-        return lead_s(known, self._shape, self._speed, self._windows)

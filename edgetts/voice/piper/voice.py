@@ -24,12 +24,13 @@ from edgetts.text.prepare import Prepared, TextOptions
 from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
 from edgetts.voice.piper.check_feeds import check_feeds
 from edgetts.voice.piper.fast_start import applies as fast_start_applies
-from edgetts.voice.piper.fast_start import stream_fast
+from edgetts.voice.piper.fast_start import stream_fast, word_ends
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
-from edgetts.voice.piper.lead import Item, Reckoner, Shape, Windows, plan_text
+from edgetts.voice.piper.lead import Item, Shape, Windows, plan_text
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.pieces import MAX_SENTENCE_IDS
+from edgetts.voice.piper.reckon import Reckoner
 from edgetts.voice.piper.seeded_model import SEEDED_NOISE
 from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, at_sentence, seed_feed
 from edgetts.voice.piper.speed import SpeedModel
@@ -153,15 +154,9 @@ class PiperVoice:
 
     # -- ids -> audio -----------------------------------------------------------
     def _scales(self, config: SynthesisConfig) -> np.ndarray:
-        pick = lambda value, default: default if value is None else value  # noqa: E731
-        return np.array(
-            [
-                pick(config.noise_scale, self.config.noise_scale),
-                pick(config.length_scale, self.config.length_scale),
-                pick(config.noise_w, self.config.noise_w),
-            ],
-            dtype=np.float32,
-        )
+        given = (config.noise_scale, config.length_scale, config.noise_w)
+        voice = (self.config.noise_scale, self.config.length_scale, self.config.noise_w)
+        return np.array([v if g is None else g for g, v in zip(given, voice)], dtype=np.float32)
 
     def _speaker(self, config: SynthesisConfig) -> np.ndarray | None:
         if not self._has_sid:
@@ -342,10 +337,12 @@ class PiperVoice:
             yield replace(chunk, lead_s=more) if more > 0 else chunk
 
     def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
-        """``plan`` as :mod:`.lead` sees it: ids of each sentence, length of each pause."""
+        """``plan`` as :mod:`.lead` sees it: each sentence's ids and where its words end, each pause's length."""
+        space = self.config.phoneme_id_map.get(" ", (-1,))[0]
+        ids = [[] if isinstance(item, Pause) else self.frontend.phoneme_ids(item.phonemes) for item in plan]
         return [Item(pause_s=item.seconds) if isinstance(item, Pause) else
-                Item(ids=len(self.frontend.phoneme_ids(item.phonemes)), rate=item.rate,
-                     first_in_text=index == fast_index)
+                Item(ids=len(ids[index]), rate=item.rate, first_in_text=index == fast_index,
+                     word_ends=word_ends(ids[index], space))
                 for index, item in enumerate(plan)]
 
     def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,

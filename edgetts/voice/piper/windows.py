@@ -8,6 +8,7 @@ blended over a few samples at their seam.  See docs/streaming.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,14 @@ def fast_start_keep_to(prefix: int) -> int:
     """The most ids of a ``prefix``-id fast-start prefix that are kept (K is the last word boundary
     at or before it)."""
     return prefix - min(FAST_START_LOOKAHEAD, prefix // 2)
+
+
+def fast_start_kept(prefix: int, boundaries: Iterable[int]) -> int:
+    """K, the ids a ``prefix``-id fast-start prefix keeps: the last word boundary (of the id
+    positions ``boundaries``) at or before :func:`fast_start_keep_to`, so each kept id saw at least
+    FAST_START_LOOKAHEAD ids after it; with none there, all ids up to it."""
+    keep_to = fast_start_keep_to(prefix)
+    return max((k for k in boundaries if 1 <= k <= keep_to), default=keep_to)
 
 
 def plan_windows(frames: int, first: int, growth: float, largest: int) -> list[tuple[int, int]]:
