@@ -284,38 +284,40 @@ def test_the_first_chunk_carries_the_lead_of_the_first_sentence_s_real_frames() 
 
 def test_fast_start_s_lead_is_reckoned_from_its_prefix_s_frames_then_the_whole_sentence_s(shape: Shape) -> None:
     """Fast start's first windows come before the sentence's front: the first chunk's lead is
-    reckoned from the frames of the prefix (the rest predicted), and once the whole front has run,
-    a longer sentence than reckoned extends the hold by what its real frames need."""
+    reckoned from the frames of the ids it keeps of its prefix (the rest predicted), and once the
+    whole front has run, a longer sentence than reckoned extends the hold by what its real frames
+    need."""
     speed = SpeedModel(assumed=PI4, frames_per_id=1.0)  # predicts far too few frames
     item = Item(ids=180, first_in_text=True)
     windows = (Windows(8, 1.5, 64),)
     reckoner = Reckoner([item], shape, speed, windows)
-    reckoner.teller(0)(140, 64)  # the prefix's front: 140 frames for its 64 ids
+    reckoner.teller(0)(75, 32)  # the prefix's front: 75 frames for the 32 ids fast start keeps
     first = reckoner.lead()
-    with_prefix = lead_s([Item(ids=180, first_in_text=True, prefix=(140, 64))], shape, speed, windows)
+    with_prefix = lead_s([Item(ids=180, first_in_text=True, prefix=(75, 32))], shape, speed, windows)
     assert first == pytest.approx(with_prefix)
-    # 105 frames in hand from the prefix's 48 kept ids (not 48), 256 in all (not 180): not what the
-    # ids predict
+    # 75 frames in hand from the 32 kept ids (not 32 x 0.8), 223 in all (not 180): not what the ids
+    # predict
     assert abs(first - lead_s([item], shape, speed, windows)) > 0.05
     assert reckoner.more() == 0.0  # nothing more known yet
-    reckoner.teller(0)(400, 180)  # the whole front: 400 frames
-    whole = lead_s([Item(ids=180, first_in_text=True, frames=400, prefix=(140, 64))], shape, speed, windows)
+    reckoner.teller(0)(480, 180)  # the whole front: 480 frames
+    whole = lead_s([Item(ids=180, first_in_text=True, frames=480, prefix=(75, 32))], shape, speed, windows)
     assert whole > first + 0.3
     extra = reckoner.more()
     assert whole - 0.05 < extra <= whole  # from now: the whole lead less what has passed since the first
     assert reckoner.more() == 0.0  # told once
     # A sentence no longer than reckoned needs no more.
     same = Reckoner([item], shape, speed, windows)
-    same.teller(0)(140, 64)
+    same.teller(0)(75, 32)
     same.lead()
-    same.teller(0)(140 + 116, 180)
+    same.teller(0)(75 + 148, 180)
     assert same.more() == 0.0
 
 
 def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
-    """The voice's side of the above: on fast start's path its prefix's frames (of the prefix's ids),
-    then the whole sentence's; on the exact path the sentence's once."""
+    """The voice's side of the above: on fast start's path the frames of the ids it keeps of its
+    prefix, then the whole sentence's; on the exact path the sentence's once."""
     from edgetts.engine import SynthesisConfig
+    from edgetts.voice.piper.fast_start import kept_ids
 
     voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
                             streaming=StreamingOptions(fast_start_ids=64))
@@ -330,9 +332,10 @@ def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
         pieces = list(voice.stream(ids, config, fast_start=fast_start, on_frames=lambda f, n: told.append((f, n))))
         audio = sum(piece.size for piece, _ in pieces)
         frames = audio // voice.split.hop
-        if fast_start:
-            assert [n for _, n in told] == [64, len(ids)]
-            assert 64 < told[0][0] < told[1][0] == frames
+        if fast_start:  # the ids it keeps of its prefix (up to a word's end) and their frames
+            keep = kept_ids(ids, 64, voice.config.phoneme_id_map[" "][0])
+            assert [n for _, n in told] == [keep, len(ids)] and keep <= 32
+            assert keep < told[0][0] < told[1][0] == frames
         else:
             assert told == [(frames, len(ids))]
 

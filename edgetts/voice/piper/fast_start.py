@@ -58,7 +58,8 @@ def stream_fast(
 ) -> Iterator[tuple[np.ndarray, bool]] | None:
     """The sentence's raw audio windows with fast start, each with "is it the last"; None when the
     prefix is too short to hold a first window (then the exact path runs).  ``on_frames``: told
-    (frames, of how many first ids) after the prefix's front and after the whole sentence's."""
+    (frames, of how many first ids) after the prefix's front (of the ids it keeps) and after the
+    whole sentence's."""
     split = voice.split
     assert split is not None and split.durations
     schedule = schedule or Windows(options.first_frames, options.growth, options.fast_start_ids)
@@ -72,7 +73,7 @@ def stream_fast(
     if safe < 2 * options.first_frames:
         return None
     told = on_frames or (lambda frames, of_ids: None)
-    told(int(durations.sum()), min(limit, len(ids)))
+    told(kept, keep)  # what the plan reckons the head from: the kept ids' own frames
     return _windows(voice, ids, config, options, schedule, prefix, (keep, kept, safe), told)
 
 

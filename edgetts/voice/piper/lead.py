@@ -77,8 +77,9 @@ class Item:
     frames: int = 0
     """The sentence's frames once its front has run (0: predicted from its ids, as before it has)."""
     prefix: tuple[int, int] = (0, 0)
-    """(frames, ids) of fast start's prefix front, which runs before the whole sentence's: until
-    that has run, the sentence's frames are the prefix's and the rest predicted from their ids."""
+    """(frames, ids) of the ids fast start keeps of its prefix, as the prefix's front gave them
+    (which runs before the whole sentence's): until that has run, the sentence's frames are
+    those and the rest predicted from their ids."""
     word_ends: tuple[int, ...] = ()
     """Where its words end (id positions): fast start keeps a prefix's ids up to one of them, so
     what its first windows may hold (none known: up to :func:`.windows.fast_start_keep_to`)."""
@@ -316,7 +317,7 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
     if windows.prefix and split.durations:
         limit = windows.prefix
         keep_ids = fast_start_kept(limit, item.word_ends)
-        # The prefix's frames, once its front has run, say what the kept ids come to.
+        # Once the prefix's front has run, the voice has told what the kept ids came to.
         prefix_frames, prefix_ids = item.prefix
         per_id = (prefix_frames / prefix_ids if prefix_ids else
                   frames / item.ids if item.frames else _predicted_per_id(item, speed) * HEAD_SHARE)

@@ -250,8 +250,8 @@ class PiperVoice:
         ``windows``: the schedule (default: the voice's StreamingOptions; :func:`.lead.plan_text`
         picks one for this machine's speed), whose ``prefix`` overrides ``fast_start``.
         ``on_frames``: told (frames, of how many first ids) as soon as a front has run: the
-        sentence's before its first window; on fast start's path its prefix's first, then the
-        whole sentence's."""
+        sentence's before its first window; on fast start's path the ids it keeps of its prefix
+        first, then the whole sentence's."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
         windows = windows or Windows(options.first_frames, options.growth,
