@@ -58,7 +58,7 @@ def test_a_prefix_too_short_for_a_first_window_is_modelled_as_run_for_nothing(vo
 def test_the_voice_s_plan_never_runs_a_prefix_for_nothing(voice: PiperVoice) -> None:
     """Over the corpus, as the daemon speaks it (seeded noise, the speed the voice learns as it
     goes): wherever the plan takes a prefix, the voice's fast start runs from it (it tells the
-    prefix's frames first) rather than falling back to the exact path."""
+    frames of the ids it keeps first) rather than falling back to the exact path."""
     assert voice.split is not None
     config = SynthesisConfig()
     shape = Shape(voice.split, voice.streaming, voice.sample_rate)

@@ -314,7 +314,9 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
               rate: int, speed: SpeedModel) -> list[tuple[float, float]]:
     front = speed.cost("front")
     largest = options.max_frames
-    if windows.prefix and split.durations:
+    # As the voice runs it: fast start only on a sentence well over its prefix (fast_start.applies).
+    prefixed = bool(windows.prefix and split.durations and item.ids > windows.prefix + windows.prefix // 2)
+    if prefixed:
         limit = windows.prefix
         keep_ids = fast_start_kept(limit, item.word_ends)
         # Once the prefix's front has run, the voice has told what the kept ids came to.
@@ -334,7 +336,7 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
             return head + tail
     out = _decode(frames, plan_windows(frames, windows.first, windows.growth, largest), split, rate, speed, 0)
     # A prefix too short for a first window was still run (the voice finds out from its durations).
-    wasted = front(windows.prefix) if windows.prefix and split.durations else 0.0
+    wasted = front(windows.prefix) if prefixed else 0.0
     out[0] = (out[0][0] + front(item.ids) + wasted, out[0][1])
     return out
 

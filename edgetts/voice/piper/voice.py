@@ -337,7 +337,8 @@ class PiperVoice:
             yield replace(chunk, lead_s=more) if more > 0 else chunk
 
     def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
-        """``plan`` as :mod:`.lead` sees it: each sentence's ids and where its words end, each pause's length."""
+        """``plan`` as :mod:`.lead` sees it: each sentence's ids and where its words end, each
+        pause's length."""
         space = self.config.phoneme_id_map.get(" ", (-1,))[0]
         ids = [[] if isinstance(item, Pause) else self.frontend.phoneme_ids(item.phonemes) for item in plan]
         return [Item(pause_s=item.seconds) if isinstance(item, Pause) else
