@@ -47,11 +47,6 @@ def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
     return fast_start_kept(limit, word_ends(ids, space))
 
 
-def applies(ids: Sequence[int], prefix: int) -> bool:
-    """Fast start on a prefix of ``prefix`` ids is worth it: the sentence is well over that length."""
-    return prefix > 0 and len(ids) > prefix + prefix // 2
-
-
 def stream_fast(
     voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions,
     schedule: Windows | None = None, on_frames: Callable[[int, int], None] | None = None,
@@ -64,7 +59,7 @@ def stream_fast(
     assert split is not None and split.durations
     schedule = schedule or Windows(options.first_frames, options.growth, options.fast_start_ids)
     limit = schedule.prefix or options.fast_start_ids
-    keep = kept_ids(ids, limit, voice.config.phoneme_id_map.get(" ", (-1,))[0])
+    keep = kept_ids(ids, limit, voice.config.space_id)
     prefix = voice.front(ids[:limit], config, [*split.front_outputs, split.durations])
     durations = prefix.pop(split.durations).reshape(-1)
     kept = int(durations[:keep].sum())

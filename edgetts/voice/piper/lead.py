@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import FLOW_REACH, flow_span
-from edgetts.voice.piper.windows import StreamingOptions, fast_start_kept, plan_windows, window_size
+from edgetts.voice.piper.windows import (
+    StreamingOptions,
+    fast_start_applies,
+    fast_start_kept,
+    plan_windows,
+    window_size,
+)
 
 SAFETY = 1.15
 """Predicted run times are stretched by this much, times the model's recent slowdown: the fit
@@ -278,7 +284,7 @@ def _candidates(item: Item, options: StreamingOptions) -> Iterator[Windows]:
 def _prefixes(item: Item, options: StreamingOptions) -> list[int]:
     """Fast start's prefixes (ids) that apply to ``item``."""
     limit = options.fast_start_ids
-    return [round(limit * p) for p in _PREFIXES if limit > 0 and item.ids > round(limit * p) * 1.5]
+    return [round(limit * p) for p in _PREFIXES if fast_start_applies(item.ids, round(limit * p))]
 
 
 def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
@@ -314,8 +320,7 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
               rate: int, speed: SpeedModel) -> list[tuple[float, float]]:
     front = speed.cost("front")
     largest = options.max_frames
-    # As the voice runs it: fast start only on a sentence well over its prefix (fast_start.applies).
-    prefixed = bool(windows.prefix and split.durations and item.ids > windows.prefix + windows.prefix // 2)
+    prefixed = bool(split.durations) and fast_start_applies(item.ids, windows.prefix)  # as the voice runs it
     if prefixed:
         limit = windows.prefix
         keep_ids = fast_start_kept(limit, item.word_ends)

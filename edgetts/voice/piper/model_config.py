@@ -41,6 +41,11 @@ class PiperVoiceConfig:
     """The ``.onnx.json``'s ``language.family`` (or ``code``), e.g. ``de``; what a voice without an
     espeak-ng voice (``phoneme_type: text``) reads.  "" when it does not say."""
 
+    @property
+    def space_id(self) -> int:
+        """The word separator's id (-1: the voice has none): where fast start may end its kept ids."""
+        return self.phoneme_id_map.get(" ", (-1,))[0]
+
     @staticmethod
     def from_dict(data: Mapping[str, Any], source: str = "voice config") -> PiperVoiceConfig:
         """Validate a parsed ``.onnx.json``; errors name the file and the field."""

@@ -23,7 +23,6 @@ from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import Prepared, TextOptions
 from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
 from edgetts.voice.piper.check_feeds import check_feeds
-from edgetts.voice.piper.fast_start import applies as fast_start_applies
 from edgetts.voice.piper.fast_start import stream_fast, word_ends
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
@@ -36,7 +35,7 @@ from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, at_sentence, seed
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.split_cache import open_split
 from edgetts.voice.piper.streaming import Latent, decode_windows
-from edgetts.voice.piper.windows import StreamingOptions, plan_windows
+from edgetts.voice.piper.windows import StreamingOptions, fast_start_applies, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -256,7 +255,7 @@ class PiperVoice:
         options = self.streaming or StreamingOptions()
         windows = windows or Windows(options.first_frames, options.growth,
                                      options.fast_start_ids if fast_start else 0)
-        if windows.prefix and self.split.durations and fast_start_applies(ids, windows.prefix):
+        if self.split.durations and fast_start_applies(len(ids), windows.prefix):
             fast = stream_fast(self, ids, config, options, windows, on_frames)
             if fast is not None:
                 yield from fast
@@ -339,11 +338,10 @@ class PiperVoice:
     def _items(self, plan: Sequence[Sentence | Pause], fast_index: int) -> list[Item]:
         """``plan`` as :mod:`.lead` sees it: each sentence's ids and where its words end, each
         pause's length."""
-        space = self.config.phoneme_id_map.get(" ", (-1,))[0]
         ids = [[] if isinstance(item, Pause) else self.frontend.phoneme_ids(item.phonemes) for item in plan]
         return [Item(pause_s=item.seconds) if isinstance(item, Pause) else
                 Item(ids=len(ids[index]), rate=item.rate, first_in_text=index == fast_index,
-                     word_ends=word_ends(ids[index], space))
+                     word_ends=word_ends(ids[index], self.config.space_id))
                 for index, item in enumerate(plan)]
 
     def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,

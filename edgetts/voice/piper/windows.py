@@ -69,6 +69,12 @@ def fast_start_keep_to(prefix: int) -> int:
     return prefix - min(FAST_START_LOOKAHEAD, prefix // 2)
 
 
+def fast_start_applies(ids: int, prefix: int) -> bool:
+    """Fast start on a prefix of ``prefix`` ids is worth it: the sentence (``ids`` ids) is well over
+    that length (the voice runs it, and the plan models it, only then)."""
+    return prefix > 0 and ids > prefix + prefix // 2
+
+
 def fast_start_kept(prefix: int, boundaries: Iterable[int]) -> int:
     """K, the ids a ``prefix``-id fast-start prefix keeps: the last word boundary (of the id
     positions ``boundaries``) at or before :func:`fast_start_keep_to`, so each kept id saw at least
