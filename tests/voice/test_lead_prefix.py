@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_lead import TWO_THREADS
 
 from edgetts.engine import SynthesisConfig
 from edgetts.voice.catalog import default_voice_path
@@ -20,13 +21,11 @@ from edgetts.voice.onnx_session import RuntimeOptions
 from edgetts.voice.piper.fast_start import kept_ids
 from edgetts.voice.piper.frontend import Sentence
 from edgetts.voice.piper.lead import Item, Shape, Windows, _chunks, plan_text
-from edgetts.voice.piper.speed import Cost, SpeedModel
+from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.voice import PiperVoice
 from edgetts.voice.piper.windows import StreamingOptions
 
 ROOT = Path(__file__).resolve().parents[2]
-TWO_THREADS = {"front": Cost(0.008, 0.00024), "flow": Cost(0.0018, 0.0000875), "tail": Cost(0.0005, 0.00034)}
-"""This machine at 2 threads (the speed model's fit after the corpus)."""
 EARLY_ENDS = (3, 9, 14, 20, 40, 47, 58, 70, 77, 88, 100)
 """Word ends of a sentence like the one above: the last at or before id 32 is 20."""
 
