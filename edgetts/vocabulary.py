@@ -4,7 +4,7 @@ Priorities and their ranks, the patterns of clip and voice names, the events
 and fallback reasons of the events topic, the largest deadline, and the `what`
 of a status's `degraded` entries.  They are an interface (issue 3: publishers and dashboards
 match on them), so a name here changes only with the wire format.  The config
-(``edgetts.config``), the wire messages (``edgetts.daemon.messages``) and the
+(``edgetts.config``), the wire messages (``edgetts.daemon.admission.messages``) and the
 clip library all check against these, so a name the config accepts is one an
 announcement may use.  This module imports nothing from edgetts: every layer
 may use it.

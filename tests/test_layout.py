@@ -24,9 +24,9 @@ MAX_FUNCTION_LINES = 60
 LOWER = ("edgetts.voice", "edgetts.text", "edgetts.audio", "edgetts.runtime", "edgetts.engine", "edgetts.errors")
 """The library layers: synthesis, text, audio and CPU placement know nothing of the daemon."""
 FORBIDDEN: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (LOWER, ("edgetts.daemon", "edgetts.cli", "edgetts.config", "paho", "pyaudio")),
-    (("edgetts.config",), ("edgetts.daemon", "edgetts.cli")),
-    (("edgetts.daemon",), ("edgetts.cli",)),
+    (LOWER, ("edgetts.daemon", "edgetts.client", "edgetts.cli", "edgetts.config", "paho", "pyaudio")),
+    (("edgetts.config",), ("edgetts.daemon", "edgetts.client", "edgetts.cli")),
+    (("edgetts.daemon",), ("edgetts.client", "edgetts.cli")),
 )
 """(importers, what they must not import): each a module or package name, prefixes by dots."""
 

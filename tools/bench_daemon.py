@@ -23,7 +23,7 @@ In one run it:
   * splits each uncached publish -> first PCM into its hops (issue 14): `mqtt`
     (publish -> paho's callback in the daemon, from the wall clocks: publish -> `started.ts`
     minus `latency_ms`) and the daemon's own `timing_ms` of the `started` event
-    (edgetts.daemon.hops: inbox, parse, prepare, queue, handoff, synth_first, lead, device),
+    (edgetts.daemon.playout.latency: inbox, parse, prepare, queue, handoff, synth_first, lead, device),
   * reads the daemon's peak RSS (VmHWM, reset through /proc/PID/clear_refs once it is up,
     so `peak_rss_mb` is the corpus's peak; since start: `peak_rss_start_mb`) and runs
     tools/bench_engine.py's piper-tts child on the same lines for its engine-only peak,
@@ -56,7 +56,7 @@ from daemon_rig import EventClient, free_port, start_broker
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout's edgetts, not another clone's that the venv may have installed (editable).
 sys.path.insert(0, str(ROOT))
-from edgetts.daemon.hops import HOPS
+from edgetts.daemon.playout.latency import HOPS
 
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 

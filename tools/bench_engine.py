@@ -96,7 +96,7 @@ def _load_edgetts(threads: int, zero_noise: bool, engine: str) -> Any:
 
     from edgetts.config import VoiceModelSettings
     from edgetts.daemon.assets import load_configured_voice
-    from edgetts.daemon.phrase_cache import voice_synthesis_config
+    from edgetts.daemon.playout.phrase_cache import voice_synthesis_config
     from edgetts.text.prepare import TextOptions
 
     # The daemon's loader on the default settings (edgetts.daemon.assets.load_voices sets threads

@@ -55,7 +55,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from benchstats import percentile  # noqa: E402
 
-from edgetts.daemon.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
+from edgetts.daemon.pacing.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
 from edgetts.engine import SynthesisConfig  # noqa: E402
 from edgetts.runtime.affinity import pin_current_thread  # noqa: E402
 from edgetts.runtime.topology import default_threads, detect, resolve_cores  # noqa: E402

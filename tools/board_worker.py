@@ -73,7 +73,7 @@ class _Device:
     open_s: float = 0.0
 
     def __call__(self, device: Any, fmt: Any, block_frames: int) -> Any:
-        from edgetts.daemon.sound_card import OutputStream
+        from edgetts.daemon.playout.sound_card import OutputStream
 
         t0 = time.monotonic()
         stream = OutputStream(device, fmt, block_frames)
@@ -90,8 +90,8 @@ class EdgeSide:
         from edgetts.audio.player import Player
         from edgetts.config import Config, VoiceModelSettings
         from edgetts.daemon.assets import load_configured_voice
-        from edgetts.daemon.phrase_cache import voice_synthesis_config
-        from edgetts.daemon.sound_card import player_settings
+        from edgetts.daemon.playout.phrase_cache import voice_synthesis_config
+        from edgetts.daemon.playout.sound_card import player_settings
 
         self.config = Config()
         settings = replace(VoiceModelSettings(), threads=threads)
@@ -151,7 +151,7 @@ class EdgeSide:
         }
 
     def _produce(self, job: Any, prepared: Any, out: dict[str, Any]) -> None:
-        """The synthesis thread's part: every chunk fed as it comes (edgetts.daemon.synth._synthesize)."""
+        """The synthesis thread's part: every chunk fed as it comes (edgetts.daemon.playout.synthesis._synthesize)."""
         import numpy as np
         from paced_sink import find_gaps
 

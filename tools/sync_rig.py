@@ -4,10 +4,10 @@ What `tests/daemon/test_sync_zones.py` and `tools/bench_sync.py` share: N real
 daemons (subprocesses, the real default voice) on one broker, each playing into
 its own zone of one PulseAudio null sink (tools/paced_sink.py: one clock domain,
 one recording of every zone), announcements published with `play_at`
-(edgetts.daemon.client.announce with ``sync``), and where each announcement's
+(edgetts.client.announce.announce with ``sync``), and where each announcement's
 first sample really was heard on each speaker: found by cross-correlating the
 recording with the announcement's own samples, synthesized here afterwards with
-the seed its id gives (edgetts.daemon.sync), so the search is exact to a sample.
+the seed its id gives (edgetts.daemon.playout.sync), so the search is exact to a sample.
 
 Stdlib + numpy at import; edgetts is imported where it is used.
 """
@@ -126,7 +126,7 @@ class SyncRig:
 
     def wait_online(self, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
         """Every daemon's retained status once all are online with their voice's speed measured."""
-        from edgetts.daemon.client import member_statuses
+        from edgetts.client.announce import member_statuses
 
         deadline = time.monotonic() + timeout
         statuses: dict[str, dict[str, Any]] = {}
@@ -146,7 +146,7 @@ class SyncRig:
     def announce(self, ident: str, text: str, *, to: str = f"group/{GROUP}", lead: float | None = None,
                  play_at: float | None = None, timeout: float = 60.0) -> Announced:
         """Publish one synchronized announcement and wait for every member to end it."""
-        from edgetts.daemon.client import announce
+        from edgetts.client.announce import announce
 
         payload: dict[str, Any] = {"id": ident, "text": text}
         sent_at = time.time()
@@ -164,7 +164,7 @@ class EventLog:
     """Every event of the rig's devices by announcement id (one subscriber on `<prefix>/+/events`)."""
 
     def __init__(self, config: Any) -> None:
-        from edgetts.daemon.mqtt import reader
+        from edgetts.daemon.inbound.mqtt import reader
 
         self.by_id: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self._cond = threading.Condition()
@@ -201,7 +201,7 @@ def back_to_back(rig: SyncRig, lines: list[str], spacing_s: float, prefix: str =
     """One group announcement every ``spacing_s`` (each published with `--sync`, the lead from
     the members' speed, while the one before still plays: the daemons prepare it meanwhile),
     then every member's events of each once all have ended it."""
-    from edgetts.daemon.client import announce
+    from edgetts.client.announce import announce
 
     members = rig.devices[: rig.in_group]
     log = EventLog(rig.config())
@@ -225,9 +225,9 @@ def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:
     """Each announcement's samples as the daemons synthesize them: default voice at 1 thread, whole
     sentences, noise seeded from the id."""
     from edgetts.config import Config
-    from edgetts.daemon import sync
     from edgetts.daemon.assets import load_configured_voice
-    from edgetts.daemon.phrase_cache import voice_synthesis_config
+    from edgetts.daemon.playout import sync
+    from edgetts.daemon.playout.phrase_cache import voice_synthesis_config
 
     config = Config()
     settings = config.voice.__class__(threads=1)

@@ -1,2 +1,2 @@
 """Audio out: the one converter to the device format, the stream protocol, play-out jobs,
-the player thread, WAV files, loudness (the sound card itself is edgetts.daemon.sound_card)."""
+the player thread, WAV files, loudness (the sound card itself is edgetts.daemon.playout.sound_card)."""

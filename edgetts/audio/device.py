@@ -1,7 +1,7 @@
 """What the player writes to: a blocking output stream in one :class:`DeviceFormat`.
 
 The sound card itself (PortAudio) lives at the edge, in
-:mod:`edgetts.daemon.sound_card`; the player and ``play_chunks`` are handed a
+:mod:`edgetts.daemon.playout.sound_card`; the player and ``play_chunks`` are handed a
 factory, so audio/ never imports PyAudio and tests inject a recording stream.
 """
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from edgetts.audio.convert import Converter
-from edgetts.audio.timed import TimedStart
+from edgetts.audio.timed_start import TimedStart
 
 #: Position of a piece of audio: (repeat index, sentence index); sentence -1 = chime.
 Position = tuple[int, int]
@@ -49,7 +49,7 @@ class PlaybackJob:
         """What is playing now (written by the audio thread)."""
         self.first_audio_mono: float | None = None
         self.timed: TimedStart | None = None
-        """Set before submit: the first sample is heard at ``timed.at_unix`` (edgetts.audio.timed)."""
+        """Set before submit: the first sample is heard at ``timed.at_unix`` (edgetts.audio.timed_start)."""
         # Speech and a fallback clip race for the job (issue 6): whoever comes first under
         # the lock wins, so a late sentence never follows the clip that replaced it.
         self._lock = threading.Lock()

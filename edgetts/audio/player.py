@@ -4,7 +4,7 @@
 audio a producer (the synthesis thread) feeds; the audio thread never waits on
 MQTT or inference, only on its own job queue, and it alone decides fades.  The
 device comes from an injected :data:`StreamFactory` (the daemon passes the
-sound card of :mod:`edgetts.daemon.sound_card`; tests a recording stream).
+sound card of :mod:`edgetts.daemon.playout.sound_card`; tests a recording stream).
 
 The simple blocking path `edgetts say` uses is :mod:`edgetts.audio.say`.
 """
@@ -24,7 +24,7 @@ import numpy as np
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.device import OutputStreamLike, StreamFactory
 from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
-from edgetts.audio.timed import Clocks
+from edgetts.audio.timed_start import Clocks
 from edgetts.audio.timeline import TimedPlay
 from edgetts.audio.writer import DeviceWriter
 from edgetts.errors import AudioDeviceError

@@ -1,4 +1,4 @@
-"""How the audio thread plays a timed job (:mod:`edgetts.audio.timed` says why): the device's clock
+"""How the audio thread plays a timed job (:mod:`edgetts.audio.timed_start` says why): the device's clock
 from its measured delay, and the job kept on its timeline."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from edgetts.audio.device import OutputStreamLike, delay_s
 from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
-from edgetts.audio.timed import Clocks
+from edgetts.audio.timed_start import Clocks
 from edgetts.audio.writer import DeviceWriter
 
 

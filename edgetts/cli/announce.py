@@ -65,9 +65,9 @@ def _payload(args: argparse.Namespace) -> dict[str, Any] | None:
 def cmd_announce(args: argparse.Namespace) -> int:
     """Exit 0 when every device that should play it finished it, 3 when one did not (or none answered)."""
     from edgetts.cli.daemon import _load
-    from edgetts.daemon.client import announce
-    from edgetts.daemon.intake import PayloadError
-    from edgetts.daemon.mqtt import MqttSetupError
+    from edgetts.client.announce import announce
+    from edgetts.daemon.admission.intake import PayloadError
+    from edgetts.daemon.inbound.mqtt import MqttSetupError
 
     payload = _payload(args)
     if payload is None:

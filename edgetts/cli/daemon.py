@@ -130,7 +130,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     """The retained status: state, voice, queue, locked_bytes (VmLck), degraded, keepalive."""
     import json
 
-    from edgetts.daemon.mqtt import MqttSetupError, read_status
+    from edgetts.daemon.inbound.mqtt import MqttSetupError, read_status
 
     config = _load(args.config)
     if config is None:
@@ -148,8 +148,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     """Every device's retained status; exit 0 when all are online, 3 when one is not (or none is there)."""
     import json
 
-    from edgetts.daemon.fleet import read_fleet, table
-    from edgetts.daemon.mqtt import MqttSetupError
+    from edgetts.client.fleet import read_fleet, table
+    from edgetts.daemon.inbound.mqtt import MqttSetupError
 
     config = _load(args.config)
     if config is None:
@@ -173,8 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     configure_logging(config.logging.level)
+    from edgetts.daemon.inbound.mqtt import MqttSetupError
     from edgetts.daemon.loop import Daemon  # imports paho/pyaudio: only for `run`
-    from edgetts.daemon.mqtt import MqttSetupError
 
     try:
         return Daemon(config, args.config).run()

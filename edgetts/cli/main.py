@@ -161,7 +161,7 @@ def cmd_phonemes(args: argparse.Namespace) -> int:
 
 def cmd_say(args: argparse.Namespace) -> int:
     from edgetts.audio.say import play_chunks
-    from edgetts.daemon.sound_card import OutputStream
+    from edgetts.daemon.playout.sound_card import OutputStream
 
     text = _text_arg(args)
     voice = _load(args)

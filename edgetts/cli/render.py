@@ -37,9 +37,9 @@ import yaml
 
 from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from edgetts.daemon.assets import load_configured_voice
-from edgetts.daemon.clips import ClipError, check_clip_name, write_wav
-from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
-from edgetts.daemon.synth import store_play
+from edgetts.daemon.playout.clips import ClipError, check_clip_name, write_wav
+from edgetts.daemon.playout.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
+from edgetts.daemon.playout.synthesis import store_play
 from edgetts.engine import PreparesText, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.text.prepare import TextOptions, prepare_text

@@ -42,9 +42,9 @@ def _config(path: str | None) -> Config:
 
 def cmd_wyoming(args: argparse.Namespace) -> int:
     from edgetts.daemon.assets import Loading, VoiceRuntime, build_assets, load_configured_voice
-    from edgetts.daemon.side import SideSynthesis
-    from edgetts.daemon.wyoming.server import WyomingServer
-    from edgetts.daemon.wyoming.wire import Limits
+    from edgetts.daemon.inbound.wyoming.server import WyomingServer
+    from edgetts.daemon.inbound.wyoming.wire import Limits
+    from edgetts.daemon.playout.client_synthesis import ClientSynthesis
     from edgetts.runtime.cpu_plan import plan_cpu
 
     config = _config(args.config)
@@ -56,7 +56,7 @@ def cmd_wyoming(args: argparse.Namespace) -> int:
     for name, why in assets.voice_errors.items():
         _LOGGER.warning("voice %s not served: %s", name, why)
     jobs = args.max_jobs or settings.max_jobs
-    side = SideSynthesis(limit=jobs, backlog=settings.backlog)
+    side = ClientSynthesis(limit=jobs, backlog=settings.backlog)
     side.start_worker()
     zeroconf = args.zeroconf or settings.zeroconf
     server = WyomingServer(

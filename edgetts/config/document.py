@@ -123,7 +123,7 @@ class Config:
 
     @property
     def control_topic(self) -> str:
-        """Stop and cancel (edgetts.daemon.control)."""
+        """Stop and cancel (edgetts.daemon.inbound.control)."""
         return f"{self.base_topic}/control"
 
     @property

@@ -21,10 +21,10 @@ import numpy as np
 
 from edgetts.audio.loudness import loudness_dbfs
 from edgetts.config import Config, VoiceModelSettings
-from edgetts.daemon.clips import ClipLibrary
-from edgetts.daemon.fallback import CompiledRule, compile_rules
-from edgetts.daemon.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
-from edgetts.daemon.variants import Variant, file_variants, find_variant
+from edgetts.daemon.pacing.variants import Variant, file_variants, find_variant
+from edgetts.daemon.playout.clips import ClipLibrary
+from edgetts.daemon.playout.fallback import CompiledRule, compile_rules
+from edgetts.daemon.playout.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from edgetts.engine import PreparesText, SynthesisConfig, Voice
 from edgetts.errors import EdgeTTSError
 from edgetts.runtime.memlock import MIN_BYTES, find_initializers, read_vmlck, shortfall_reason
@@ -98,7 +98,7 @@ def calibrate(voice: Voice, config: SynthesisConfig) -> tuple[float | None, floa
     """The voice's loudness on CALIBRATION_TEXT and its real-time factor there (None, None if it cannot).
 
     The RTF is the voice's cost at load: how the daemon compares a voice with its faster
-    variant while only one of them speaks (edgetts.daemon.speed).
+    variant while only one of them speaks (edgetts.daemon.pacing.speed).
     """
     t0 = time.perf_counter()
     try:
@@ -124,13 +124,13 @@ class Assets:
     voice_errors: dict[str, str] = field(default_factory=dict)
     """Why each configured voice that is not in ``voices`` (or .onnx variant not in ``variants``) did not load."""
     variants: dict[str, Voice] = field(default_factory=dict)
-    """The .onnx `degrade_to` variants, by edgetts.daemon.variants.variant_key."""
+    """The .onnx `degrade_to` variants, by edgetts.daemon.pacing.variants.variant_key."""
     level_dbfs: dict[str, float | None] = field(default_factory=dict)
     """Loudness of each voice (and .onnx variant) on CALIBRATION_TEXT."""
     speed_cost: dict[str, float] = field(default_factory=dict)
     """Real-time factor of each voice (and .onnx variant) on CALIBRATION_TEXT at load."""
     digest: dict[str, str] = field(default_factory=dict)
-    """edgetts.daemon.phrase_cache.voice_hash of each voice (only with a phrase cache)."""
+    """edgetts.daemon.playout.phrase_cache.voice_hash of each voice (only with a phrase cache)."""
     clips: ClipLibrary = field(default_factory=lambda: ClipLibrary(None, FALLBACK_RATE, None))
     cache: PhraseCache | None = None
     rules: tuple[CompiledRule, ...] = ()

@@ -11,10 +11,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from edgetts.daemon.admission.intake import escape
+from edgetts.daemon.admission.messages import Event
 from edgetts.daemon.health import Health
-from edgetts.daemon.intake import escape
-from edgetts.daemon.messages import Event
-from edgetts.daemon.mqtt import AckHandle
+from edgetts.daemon.inbound.mqtt import AckHandle
 
 _LOGGER = logging.getLogger(__name__)
 

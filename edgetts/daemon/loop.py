@@ -4,7 +4,7 @@ Threads and what they may do:
 
 * paho's network thread: enqueue raw messages and connection changes (never parse
   into state, never block);
-* the synthesis thread (edgetts.daemon.synth): run the voice for the announcement
+* the synthesis thread (edgetts.daemon.playout.synthesis): run the voice for the announcement
   being played and feed its sentences to the playback job; it stores what it
   synthesized in the phrase cache and, when synthesis raises, hands the job a
   fallback clip (issue 6);
@@ -12,13 +12,13 @@ Threads and what they may do:
 * the reload thread (edgetts.daemon.reload): build the new config's assets beside
   the running ones;
 * signal handlers: enqueue the signal;
-* services (edgetts.daemon.services: Wyoming, HTTP) on their own threads: enqueue
+* services (edgetts.daemon.inbound.services: Wyoming, HTTP) on their own threads: enqueue
   announcements and controls, read the assets, synthesize on the side lane
-  (edgetts.daemon.side), which the synthesis thread runs when it has no announcement.
+  (edgetts.daemon.playout.client_synthesis), which the synthesis thread runs when it has no announcement.
 
 Everything else happens on the loop in :meth:`Daemon.run`, one message at a
-time: admission (edgetts.daemon.admission), play-out and the player's reports
-(edgetts.daemon.playout), events and acknowledgements, status
+time: admission (edgetts.daemon.admission.admit), play-out and the player's reports
+(edgetts.daemon.playout.play), events and acknowledgements, status
 (edgetts.daemon.health), reload and the watchdog.
 """
 
@@ -38,7 +38,10 @@ from typing import Any
 from edgetts import __version__
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
 from edgetts.config import Config, ConfigError
-from edgetts.daemon.admission import admit, expire
+from edgetts.daemon.admission.admit import admit, expire
+from edgetts.daemon.admission.dedup import open_dedup_memory
+from edgetts.daemon.admission.journal import IntakeJournal, journal_folder
+from edgetts.daemon.admission.scheduler import Scheduler
 from edgetts.daemon.assets import (
     Assets,
     Loading,
@@ -48,26 +51,23 @@ from edgetts.daemon.assets import (
     load_configured_voice,
     memory_problem,
 )
-from edgetts.daemon.clips import ClipLibrary
-from edgetts.daemon.control import Control
-from edgetts.daemon.dedup import open_dedup_memory
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
-from edgetts.daemon.keepalive import Keepalive, keepalive_run
-from edgetts.daemon.mqtt import Inbound, MqttLink
-from edgetts.daemon.phrase_cache import PhraseCache
-from edgetts.daemon.playout import Playout
-from edgetts.daemon.poison import IntakeJournal, journal_folder
+from edgetts.daemon.inbound.control import Control
+from edgetts.daemon.inbound.mqtt import Inbound, MqttLink
+from edgetts.daemon.inbound.services import EventFeed, Service, ServiceContext, Services, TapLink, build_services
+from edgetts.daemon.pacing.keepalive import Keepalive, keepalive_run
+from edgetts.daemon.pacing.speed import SpeedSample
+from edgetts.daemon.playout.client_synthesis import ClientSynthesis
+from edgetts.daemon.playout.clips import ClipLibrary
+from edgetts.daemon.playout.phrase_cache import PhraseCache
+from edgetts.daemon.playout.play import Playout
+from edgetts.daemon.playout.sound_card import OutputStream, player_settings
+from edgetts.daemon.playout.synthesis import FallbackUsed, Synthesizer
 from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refused
-from edgetts.daemon.scheduler import Scheduler
 from edgetts.daemon.sdnotify import Notifier
-from edgetts.daemon.services import EventFeed, Service, ServiceContext, Services, TapLink, build_services
-from edgetts.daemon.side import SideSynthesis
-from edgetts.daemon.sound_card import OutputStream, player_settings
-from edgetts.daemon.speed import SpeedSample
 from edgetts.daemon.status import Status
 from edgetts.daemon.stop import bound_the_stop
-from edgetts.daemon.synth import FallbackUsed, Synthesizer
 from edgetts.engine import Voice
 from edgetts.errors import AudioDeviceError
 from edgetts.runtime.cpu_plan import plan_cpu
@@ -140,7 +140,7 @@ class Daemon:
         # sees the old or the new ones, never half of either.
         keepalive = Keepalive(config.keepalive.interval_s, lambda: keepalive_run(
             self._assets.default_voice, self._assets.config.voice.name, self._inbox.put))
-        self._side = SideSynthesis(SIDE_LIMIT, SIDE_BACKLOG)
+        self._side = ClientSynthesis(SIDE_LIMIT, SIDE_BACKLOG)
         self._synth = Synthesizer(self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive,
                                   side=self._side)
         self._feed = EventFeed()

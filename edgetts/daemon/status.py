@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from edgetts.daemon.intake import PayloadError
+from edgetts.daemon.admission.intake import PayloadError
 from edgetts.vocabulary import DegradedWhat
 
 
@@ -61,7 +61,7 @@ class Status:
     None without runs in that minute (issue 14)."""
 
     speed: dict[str, Any] | None = None
-    """The measured synthesis speed (edgetts.daemon.speed.Governor.status): rtf_1min, runs_1min,
+    """The measured synthesis speed (edgetts.daemon.pacing.speed.Governor.status): rtf_1min, runs_1min,
     audio_s_1min, compute_s_1min, voices (each: rtf_1min, rtf_load), variants_in_use."""
 
     groups: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ import pytest
 from edgetts.audio.convert import Converter, DeviceFormat, float_to_int16, int16_to_float
 from edgetts.audio.say import play_chunks
 from edgetts.audio.wav import write_wav as write_chunks_wav
-from edgetts.daemon.clips import read_wav, write_wav
+from edgetts.daemon.playout.clips import read_wav, write_wav
 from edgetts.engine import AudioChunk
 from edgetts.errors import AudioDeviceError
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgetts.audio.device import DeviceFormat
-from edgetts.audio.timed import Clocks
+from edgetts.audio.timed_start import Clocks
 from edgetts.audio.timeline import DeviceClock
 
 RATE = 22050

@@ -22,7 +22,7 @@ import pytest
 from edgetts.audio.convert import DeviceFormat
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
-from edgetts.audio.timed import Clocks, TimedStart
+from edgetts.audio.timed_start import Clocks, TimedStart
 
 RATE = 22050
 BLOCK = 256

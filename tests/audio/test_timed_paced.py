@@ -1,7 +1,7 @@
 """Timed starts on a sound card with a real clock (issue 19): three player processes, one clock domain.
 
 Three processes (tests/support/timed_player.py) each run the real Player on the real PyAudio sound
-card (edgetts.daemon.sound_card), each into its own zone of one paced sink (tools/paced_sink.py:
+card (edgetts.daemon.playout.sound_card), each into its own zone of one paced sink (tools/paced_sink.py:
 a private PulseAudio null sink with a mono remap sink per channel), and play the same audio timed
 at the same ``at_unix``, over several targets.  One recording holds all three channels, sample-
 aligned; the onsets found there by cross-correlation must lie within 5 ms of each other and of

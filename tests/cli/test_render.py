@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgetts.daemon.clips import read_wav
-from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache
+from edgetts.daemon.playout.clips import read_wav
+from edgetts.daemon.playout.phrase_cache import SUFFIX, PhraseCache
 
 from support.broker import Broker
 from support.daemon import config_yaml

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from edgetts.cli.render import Item, render
 from edgetts.config import load_config
-from edgetts.daemon.phrase_cache import PhraseCache
+from edgetts.daemon.playout.phrase_cache import PhraseCache
 
 from support.fakes import PreparationSpy
 

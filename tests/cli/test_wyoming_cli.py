@@ -18,7 +18,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeVoice
 
 from edgetts.config import ConfigError, parse_config
-from edgetts.daemon.wyoming.mdns import SERVICE_TYPE, service_info
+from edgetts.daemon.inbound.wyoming.mdns import SERVICE_TYPE, service_info
 
 from support.paths import ROOT
 

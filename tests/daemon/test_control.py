@@ -1,12 +1,12 @@
-"""Stop and cancel (edgetts.daemon.control): the message, and the daemon carrying it out on
+"""Stop and cancel (edgetts.daemon.inbound.control): the message, and the daemon carrying it out on
 `<prefix>/<device>/control` (real mosquitto, ALSA capture, a slow fake voice)."""
 
 from __future__ import annotations
 
 import pytest
 
-from edgetts.daemon.control import Control, parse_control
-from edgetts.daemon.intake import PayloadError
+from edgetts.daemon.admission.intake import PayloadError
+from edgetts.daemon.inbound.control import Control, parse_control
 
 from support.fakes import FakeVoice
 

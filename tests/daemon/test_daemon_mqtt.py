@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgetts.config import parse_config
-from edgetts.daemon.mqtt import MqttSetupError, resolve_password
+from edgetts.daemon.inbound.mqtt import MqttSetupError, resolve_password
 from edgetts.daemon.sdnotify import Notifier
 
 from support.broker import Broker

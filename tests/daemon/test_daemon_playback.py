@@ -13,7 +13,7 @@ import pytest
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import TIMED_BLOCK_FRAMES, Player, PlayerReport, PlayerSettings
-from edgetts.audio.timed import TimedStart
+from edgetts.audio.timed_start import TimedStart
 from edgetts.engine import AudioChunk
 from edgetts.vocabulary import BLOCK_FRAMES
 

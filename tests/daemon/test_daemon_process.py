@@ -147,7 +147,7 @@ def test_missing_voice_the_service_still_starts_on_clips(
     daemon_processes: list[DaemonProcess],
 ) -> None:
     """Issue 6 (it used to exit 1): READY=1, `degraded: voice` with the reason, clips play."""
-    from edgetts.daemon.clips import ClipLibrary
+    from edgetts.daemon.playout.clips import ClipLibrary
 
     from support.pcm import clip_pcm, tone, write_clip
 

@@ -236,7 +236,7 @@ class FlakyDevice:
         self.opens = 0
 
     def __call__(self, device, fmt, block):  # type: ignore[no-untyped-def]
-        from edgetts.daemon.sound_card import OutputStream
+        from edgetts.daemon.playout.sound_card import OutputStream
         from edgetts.errors import AudioDeviceError
 
         self.opens += 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgetts.daemon.fallback import choose, compile_rules
+from edgetts.daemon.playout.fallback import choose, compile_rules
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.text.prepare import Prepared
 from edgetts.vocabulary import FALLBACK_REASONS

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from edgetts.config import load_config
-from edgetts.daemon.homeassistant.discovery import node_id
+from edgetts.daemon.inbound.homeassistant.discovery import node_id
 from edgetts.engine import SynthesisConfig
 from edgetts.voice.catalog import load_voice
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from edgetts.config import parse_config
-from edgetts.daemon.homeassistant.discovery import COMPONENTS, configs
-from edgetts.daemon.homeassistant.service import HomeAssistantService
+from edgetts.daemon.inbound.homeassistant.discovery import COMPONENTS, configs
+from edgetts.daemon.inbound.homeassistant.service import HomeAssistantService
 
 from support.broker import Broker
 

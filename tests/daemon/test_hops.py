@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from edgetts.daemon.hops import HOPS, HopStamps
-from edgetts.daemon.messages import Event
+from edgetts.daemon.admission.messages import Event
+from edgetts.daemon.playout.latency import HOPS, HopStamps
 
 
 def _sums_to_latency(started: dict) -> None:

@@ -1,4 +1,4 @@
-"""The console's access rules on their own (edgetts.daemon.http.access): credentials from a file or a
+"""The console's access rules on their own (edgetts.daemon.inbound.http.access): credentials from a file or a
 systemd credential, the failed-login back-off, sessions, CSRF and the rate limit, on a fake clock."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from edgetts.config import HttpSettings
 
 pytest.importorskip("starlette")
 
-from edgetts.daemon.http.access import (  # noqa: E402
+from edgetts.daemon.inbound.http.access import (  # noqa: E402
     BACKOFF_MAX_S,
     MAX_SESSIONS,
     Access,

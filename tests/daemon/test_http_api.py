@@ -157,7 +157,7 @@ def test_read_only_views(daemon_rig, tmp_path: Path) -> None:
     assert secret not in config.body.decode()
     assert config.json()["mqtt"]["password"] == "<redacted>" and config.json()["mqtt"]["username"] == "u"
     doc = c.get("/api/openapi.json").json()
-    from edgetts.daemon.http.app import ROUTES
+    from edgetts.daemon.inbound.http.app import ROUTES
 
     documented = {p for p in doc["paths"]}
     served = {re.sub(r":path}", "}", r.path) for r in ROUTES if r.path.startswith("/api/")}

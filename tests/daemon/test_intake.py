@@ -18,14 +18,14 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edgetts.config import Config
-from edgetts.daemon.admission import admit, guess_id
+from edgetts.daemon.admission.admit import admit, guess_id
+from edgetts.daemon.admission.intake import MAX_DEPTH, escape
+from edgetts.daemon.admission.messages import Announcement, PayloadError
+from edgetts.daemon.admission.scheduler import Scheduler
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
-from edgetts.daemon.intake import MAX_DEPTH, escape
-from edgetts.daemon.messages import Announcement, PayloadError
-from edgetts.daemon.mqtt import AckHandle, Inbound
-from edgetts.daemon.scheduler import Scheduler
+from edgetts.daemon.inbound.mqtt import AckHandle, Inbound
 
 from support.broker import Broker
 from support.pcm import assert_played
@@ -122,7 +122,7 @@ def _inbound(payload: bytes, mid: int = 7, retain: bool = False) -> Inbound:
 def test_an_unexpected_exception_is_a_rejection_and_the_message_is_acked(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in a check (here: the parser raising KeyError) must not become a crash loop."""
-    import edgetts.daemon.admission as admission
+    import edgetts.daemon.admission.admit as admission
 
     link = _Link()
     events = Events(Health())

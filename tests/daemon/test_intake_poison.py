@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from edgetts.daemon.poison import MAX_ENTRIES, POISON_AFTER, IntakeJournal, journal_folder, message_key
+from edgetts.daemon.admission.journal import MAX_ENTRIES, POISON_AFTER, IntakeJournal, journal_folder, message_key
 
 from support.alsa import Capture
 from support.broker import Broker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgetts.daemon.keepalive import Keepalive
+from edgetts.daemon.pacing.keepalive import Keepalive
 
 
 class Clock:
@@ -87,7 +87,7 @@ def test_failure_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_real_voice_cost(default_voice) -> None:  # type: ignore[no-untyped-def]
-    from edgetts.daemon.keepalive import KEEPALIVE_TEXT
+    from edgetts.daemon.pacing.keepalive import KEEPALIVE_TEXT
     from edgetts.engine import SynthesisConfig
 
     ka = Keepalive(30, lambda: default_voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0, noise_w=0)))

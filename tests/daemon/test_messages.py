@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from edgetts.daemon import messages, status
-from edgetts.daemon.messages import (
+from edgetts.daemon import status
+from edgetts.daemon.admission import messages
+from edgetts.daemon.admission.messages import (
     AnnounceLimits,
     Announcement,
     Event,

@@ -1,6 +1,6 @@
 """Underruns and holds on a sound card with a real clock (issue 14).
 
-The player plays through the real PyAudio sound card (edgetts.daemon.sound_card) into the paced
+The player plays through the real PyAudio sound card (edgetts.daemon.playout.sound_card) into the paced
 sink (tests/support/paced.py: a private PulseAudio null sink), whose recording shows what a
 listener hears: a producer that stalls mid-job leaves a hole there, which the player's report
 must count; a job fed ahead leaves none; a job held for the engine's lead starts that late.
@@ -19,7 +19,7 @@ from paced_sink import PacedSink, find_gaps, onset_s
 from edgetts.audio.convert import DeviceFormat
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
-from edgetts.daemon.sound_card import OutputStream
+from edgetts.daemon.playout.sound_card import OutputStream
 
 RATE = 22050
 

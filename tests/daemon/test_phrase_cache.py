@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgetts.daemon.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
+from edgetts.daemon.playout.phrase_cache import SUFFIX, PhraseCache, cache_key, voice_hash
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.text.prepare import Prepared
 
@@ -49,7 +49,7 @@ def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
     from dataclasses import replace
 
     from edgetts.config import Config
-    from edgetts.daemon.phrase_cache import phrase_key
+    from edgetts.daemon.playout.phrase_cache import phrase_key
 
     default = Config()
     whole = replace(default, voice=replace(default.voice, streaming=False))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgetts.daemon.phrase_cache import FORMAT_VERSION, PhraseCache, cache_key
+from edgetts.daemon.playout.phrase_cache import FORMAT_VERSION, PhraseCache, cache_key
 from edgetts.engine import SynthesisConfig
 from edgetts.voice.piper.seeded_noise import seed_for
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from edgetts.daemon.messages import Announcement
-from edgetts.daemon.scheduler import Entry, Scheduler
+from edgetts.daemon.admission.messages import Announcement
+from edgetts.daemon.admission.scheduler import Entry, Scheduler
 
 
 def entry(ident: str, priority: str = "normal", expires_at: float | None = None) -> Entry:

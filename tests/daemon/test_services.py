@@ -1,4 +1,4 @@
-"""Services inside the daemon (edgetts.daemon.services): what a service gets in its context, on
+"""Services inside the daemon (edgetts.daemon.inbound.services): what a service gets in its context, on
 the in-process daemon (real mosquitto, ALSA capture, fake voices).  The Wyoming and HTTP servers
 are tested in their own files; here a small probe service uses the context as they do."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgetts.daemon.admission import prepared
-from edgetts.daemon.control import Control, Verdict
-from edgetts.daemon.phrase_cache import voice_synthesis_config
-from edgetts.daemon.services import EventFeed, ServiceContext
+from edgetts.daemon.admission.admit import prepared
+from edgetts.daemon.inbound.control import Control, Verdict
+from edgetts.daemon.inbound.services import EventFeed, ServiceContext
+from edgetts.daemon.playout.phrase_cache import voice_synthesis_config
 from edgetts.errors import EdgeTTSError
 
 from support.fakes import FakeVoice

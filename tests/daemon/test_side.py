@@ -1,4 +1,5 @@
-"""The side lane (edgetts.daemon.side): Wyoming and HTTP synthesis that never delays an announcement.
+"""The side lane (edgetts.daemon.playout.client_synthesis): Wyoming and HTTP synthesis that never
+delays an announcement.
 
 Unit tests on the lane with fake voices, then the lane on the daemon's synthesis thread:
 an announcement's request goes before side chunks, side streams run when it has none.
@@ -13,8 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from edgetts.daemon.side import MAX_PENDING, SideBusy, SideSynthesis
-from edgetts.daemon.synth import Synthesizer, SynthRequest
+from edgetts.daemon.playout.client_synthesis import MAX_PENDING, ClientSynthesis, SideBusy
+from edgetts.daemon.playout.synthesis import Synthesizer, SynthRequest
 from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError
 from edgetts.text.prepare import Prepared, TextOptions, prepare_text
@@ -53,7 +54,7 @@ class CountingVoice:
             self.closed.append(tag)
 
 
-def _drain(lane: SideSynthesis) -> int:
+def _drain(lane: ClientSynthesis) -> int:
     steps = 0
     while lane.has_work():
         assert lane.step()
@@ -64,7 +65,7 @@ def _drain(lane: SideSynthesis) -> int:
 def test_streams_take_turns_and_deliver_their_chunks_in_order() -> None:
     log: list[tuple[str, int]] = []
     voice = CountingVoice(log, n=3)
-    lane = SideSynthesis(limit=2, backlog=1)
+    lane = ClientSynthesis(limit=2, backlog=1)
     a, b, c = (lane.open(voice, _text(t), CONFIG) for t in ("a", "b", "c"))
     _drain(lane)
     # a and b alternate; c waits in the backlog until one of them ends
@@ -79,11 +80,11 @@ def test_streams_take_turns_and_deliver_their_chunks_in_order() -> None:
 def test_the_lane_lets_the_first_chunk_out_before_it_makes_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     """After a stream's first chunk the lane waits until the reader has sent it on (asks for the
     next), so the next model run does not take the cores the reader needs; never for long."""
-    from edgetts.daemon import side
+    from edgetts.daemon.playout import client_synthesis as side
 
     monkeypatch.setattr(side, "FIRST_HANDOFF_S", 30.0)  # long enough that only the reader ends the wait
     log: list[tuple[str, int]] = []
-    lane = SideSynthesis(limit=1)
+    lane = ClientSynthesis(limit=1)
     stream = lane.open(CountingVoice(log, n=3), _text("a"), CONFIG)
     lane.start_worker()
     first = stream.get(timeout=10)
@@ -97,7 +98,7 @@ def test_the_lane_lets_the_first_chunk_out_before_it_makes_the_next(monkeypatch:
     # a reader that takes the first chunk and goes: the lane does not wait for it
     monkeypatch.setattr(side, "FIRST_HANDOFF_S", 0.05)
     log.clear()
-    lane = SideSynthesis(limit=1)
+    lane = ClientSynthesis(limit=1)
     gone = lane.open(CountingVoice(log, n=MAX_PENDING + 5), _text("g"), CONFIG)
     lane.start_worker()
     assert gone.get(timeout=10) is not None
@@ -110,7 +111,7 @@ def test_the_lane_lets_the_first_chunk_out_before_it_makes_the_next(monkeypatch:
 
 def test_a_full_lane_refuses_with_sidebusy_and_a_closed_place_is_free_again() -> None:
     voice = CountingVoice([])
-    lane = SideSynthesis(limit=1, backlog=1)
+    lane = ClientSynthesis(limit=1, backlog=1)
     first = lane.open(voice, _text("a"), CONFIG)
     lane.open(voice, _text("b"), CONFIG)
     with pytest.raises(SideBusy, match="1 syntheses running and 1 waiting"):
@@ -122,7 +123,7 @@ def test_a_full_lane_refuses_with_sidebusy_and_a_closed_place_is_free_again() ->
 def test_a_closed_stream_is_dropped_before_its_next_chunk() -> None:
     log: list[tuple[str, int]] = []
     voice = CountingVoice(log, n=100)
-    lane = SideSynthesis(limit=2)
+    lane = ClientSynthesis(limit=2)
     gone = lane.open(voice, _text("gone"), CONFIG)
     kept = lane.open(voice, _text("kept"), CONFIG)
     lane.step()
@@ -138,7 +139,7 @@ def test_a_closed_stream_is_dropped_before_its_next_chunk() -> None:
 def test_a_slow_reader_holds_back_only_its_own_stream() -> None:
     log: list[tuple[str, int]] = []
     voice = CountingVoice(log, n=MAX_PENDING * 3)
-    lane = SideSynthesis(limit=2)
+    lane = ClientSynthesis(limit=2)
     slow = lane.open(voice, _text("slow"), CONFIG)
     fast = lane.open(voice, _text("fast"), CONFIG)
     fast_got = 0
@@ -163,7 +164,7 @@ def test_a_slow_reader_holds_back_only_its_own_stream() -> None:
 
 def test_a_voice_error_reaches_the_reader_not_the_lane() -> None:
     voice = CountingVoice([], n=5, fail_at=2)
-    lane = SideSynthesis()
+    lane = ClientSynthesis()
     stream = lane.open(voice, _text("x"), CONFIG)
     _drain(lane)
     assert stream.get() is not None and stream.get() is not None
@@ -174,7 +175,7 @@ def test_a_voice_error_reaches_the_reader_not_the_lane() -> None:
 
 
 def test_the_worker_thread_runs_the_lane_without_a_daemon() -> None:
-    lane = SideSynthesis()
+    lane = ClientSynthesis()
     lane.start_worker()
     voice = FakeVoice()
     stream = lane.open(voice, _text("Gate five. Now boarding."), CONFIG)
@@ -190,7 +191,7 @@ def test_the_synthesis_thread_serves_an_announcement_before_side_chunks() -> Non
     """While side streams have chunks to make, an announcement request waits for one chunk at most."""
     log: list[tuple[str, int]] = []
     side_voice = CountingVoice(log, n=40, delay_s=0.005)
-    lane = SideSynthesis(limit=2)
+    lane = ClientSynthesis(limit=2)
     synth = Synthesizer(side=lane)
     synth.start()
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgetts.daemon.speed import RECOVER, WINDOW_S, Governor, Plan, SpeedSample, Timed, timed_run
+from edgetts.daemon.pacing.speed import RECOVER, WINDOW_S, Governor, Plan, SpeedSample, Timed, timed_run
 from edgetts.engine import AudioChunk
 
 
@@ -142,7 +142,7 @@ def test_timed_counts_time_inside_the_voice_and_the_audio() -> None:
     first = timed.peek()  # a prefetch makes the first chunk
     assert first.sentence_index == 0 and timed.meter.compute_s == pytest.approx(0.2)
     clock.t += 5.0  # waiting between chunks (the device) is not the voice's time
-    from edgetts.daemon.speed import Meter
+    from edgetts.daemon.pacing.speed import Meter
 
     meter = Meter(compute_s=1.0)
     got = [c.sentence_index for c in timed.bind(meter)]

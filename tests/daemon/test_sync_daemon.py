@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgetts.daemon import sync
+from edgetts.daemon.playout import sync
 from edgetts.runtime.clock import ClockHealth
 from edgetts.voice.piper.seeded_noise import seed_for
 
@@ -33,7 +33,7 @@ def _say(rig: Any, payload: dict[str, Any], topic: str | None = None, timeout: f
 
 
 def test_play_at_is_kept_with_seeded_whole_sentences(daemon_rig: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("edgetts.daemon.playout.clock_health", lambda: ClockHealth(True, 0.2, 1.0))
+    monkeypatch.setattr("edgetts.daemon.playout.play.clock_health", lambda: ClockHealth(True, 0.2, 1.0))
     voice = FakeVoice()
     rig = daemon_rig(voice)
     plain = _say(rig, {"id": "plain", "text": TEXT})
@@ -51,7 +51,7 @@ def test_play_at_is_kept_with_seeded_whole_sentences(daemon_rig: Any, monkeypatc
 
 def test_an_unsynchronized_clock_still_plays_and_says_so(daemon_rig: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = {"now": ClockHealth(False, 16000.0, 16000.0, "clock not synchronized (no NTP: chrony, ...)")}
-    monkeypatch.setattr("edgetts.daemon.playout.clock_health", lambda: clock["now"])
+    monkeypatch.setattr("edgetts.daemon.playout.play.clock_health", lambda: clock["now"])
     rig = daemon_rig()
     started = _say(rig, {"id": "u1", "text": TEXT, "play_at": time.time() + 0.5})
     assert started["detail"].startswith(sync.CLOCK_UNSYNCED) and "no NTP" in started["detail"]

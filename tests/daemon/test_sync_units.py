@@ -11,8 +11,8 @@ import pytest
 
 from edgetts.cli.announce import _seconds
 from edgetts.config import ConfigError, parse_config
-from edgetts.daemon import sync
-from edgetts.daemon.messages import Announcement, Event, PayloadError
+from edgetts.daemon.admission.messages import Announcement, Event, PayloadError
+from edgetts.daemon.playout import sync
 from edgetts.engine import SynthesisConfig
 from edgetts.runtime.clock import ClockHealth
 from edgetts.voice.piper.seeded_noise import seed_for

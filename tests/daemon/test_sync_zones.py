@@ -24,8 +24,8 @@ import pytest
 from paced_sink import available
 from sync_rig import GROUP, Announced, SyncRig, back_to_back, heard, reference_audio
 
-from edgetts.daemon.client import member_statuses
-from edgetts.daemon.sync import sync_lead
+from edgetts.client.announce import member_statuses
+from edgetts.daemon.playout.sync import sync_lead
 from edgetts.runtime.clock import clock_health
 
 from support.broker import Broker

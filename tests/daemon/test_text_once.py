@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from edgetts.config import Config
+from edgetts.daemon.admission.messages import Announcement
+from edgetts.daemon.admission.scheduler import Entry
 from edgetts.daemon.assets import Assets
-from edgetts.daemon.messages import Announcement
-from edgetts.daemon.scheduler import Entry
-from edgetts.daemon.source import prepared_text
+from edgetts.daemon.playout.source_choice import prepared_text
 from edgetts.text.normalize import NormalizeOptions
 from edgetts.text.prepare import Prepared, prepare_text
 

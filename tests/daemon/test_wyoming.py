@@ -33,9 +33,9 @@ from wyoming.tts import (
 
 from edgetts.config import parse_config
 from edgetts.daemon.assets import Loading, VoiceRuntime, build_assets, load_configured_voice
-from edgetts.daemon.side import SideSynthesis
-from edgetts.daemon.wyoming.server import WyomingServer
-from edgetts.daemon.wyoming.wire import Limits
+from edgetts.daemon.inbound.wyoming.server import WyomingServer
+from edgetts.daemon.inbound.wyoming.wire import Limits
+from edgetts.daemon.playout.client_synthesis import ClientSynthesis
 
 from support.paths import ROOT
 
@@ -81,7 +81,7 @@ def assets(test_voices: dict[str, Path]) -> Any:
 
 @pytest.fixture(scope="module")
 def server(assets: Any) -> Iterator[WyomingServer]:
-    side = SideSynthesis(limit=2, backlog=16)
+    side = ClientSynthesis(limit=2, backlog=16)
     side.start_worker()
     srv = WyomingServer("tcp://127.0.0.1:0", lambda: assets, side, limits=Limits(4096, 1 << 20))
     srv.start()
@@ -198,7 +198,7 @@ def test_eight_clients_at_once_each_get_their_own_audio(server: WyomingServer, a
 def test_client_killed_mid_stream_costs_nothing_more(assets: Any) -> None:
     counting = CountingVoice(assets.voices["joe"])
     long_text = " ".join(f"This is sentence number {n} of a very long announcement." for n in range(12))
-    side = SideSynthesis(limit=2, backlog=4)
+    side = ClientSynthesis(limit=2, backlog=4)
     side.start_worker()
     view = type(assets)(**{**assets.__dict__, "voices": {**assets.voices, "joe": counting}})
     srv = WyomingServer("tcp://127.0.0.1:0", lambda: view, side)
@@ -300,7 +300,7 @@ def test_speakers_pick_different_audio(server: WyomingServer) -> None:
 
 
 def test_max_jobs_and_backlog_cap_syntheses_then_busy(assets: Any) -> None:
-    side = SideSynthesis(limit=4, backlog=4)
+    side = ClientSynthesis(limit=4, backlog=4)
     side.start_worker()
     srv = WyomingServer("tcp://127.0.0.1:0", lambda: assets, side, max_jobs=1, backlog=1)
     srv.start()

@@ -21,7 +21,7 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.tts import Synthesize
 
-from edgetts.daemon.homeassistant.discovery import configs, node_id
+from edgetts.daemon.inbound.homeassistant.discovery import configs, node_id
 from edgetts.engine import SynthesisConfig
 
 from support.broker import Broker

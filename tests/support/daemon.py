@@ -72,7 +72,7 @@ class DaemonRig:
         options = DaemonOptions(voice_loader=loader, install_signals=False, notifier=notifier)
         if stream_factory is not None:
             options.stream_factory = stream_factory
-        if services is not None:  # (config -> list of edgetts.daemon.services.Service)
+        if services is not None:  # (config -> list of edgetts.daemon.inbound.services.Service)
             options.services = services
         settings = load_config(config)
         self.probe = Probe(broker, settings.mqtt.topic_prefix, settings.device.id)

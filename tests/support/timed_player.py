@@ -21,8 +21,8 @@ import numpy as np
 from edgetts.audio.convert import DeviceFormat
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
-from edgetts.audio.timed import TimedStart
-from edgetts.daemon.sound_card import OutputStream
+from edgetts.audio.timed_start import TimedStart
+from edgetts.daemon.playout.sound_card import OutputStream
 
 
 def _sleep_until(at_unix: float) -> None:

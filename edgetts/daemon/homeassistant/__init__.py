@@ -1,1 +1,0 @@
-"""Home Assistant's MQTT discovery of this device (issue 17): edgetts.daemon.homeassistant.service."""
