@@ -98,9 +98,7 @@ class Voice(Protocol):
         """Hertz of every chunk this voice yields."""
         ...
 
-    def synthesize(
-        self, text: str | Prepared, config: SynthesisConfig | None = None
-    ) -> Iterator[AudioChunk]:
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
         """Speak ``text``: yield chunks as soon as each is ready.
 
         A :class:`Prepared` text (edgetts.text.prepare) is spoken as prepared

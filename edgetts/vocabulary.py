@@ -36,7 +36,15 @@ no MQTT wildcards, no separators.  \Z as in CLIP_NAME_RE: with `$`, "hall-1\n" p
 became a topic level with a newline in it."""
 
 EventName = Literal[
-    "queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback", "cancelled",
+    "queued",
+    "rejected",
+    "started",
+    "finished",
+    "preempted",
+    "expired",
+    "failed",
+    "fallback",
+    "cancelled",
 ]
 EVENTS: tuple[EventName, ...] = typing.get_args(EventName)
 """`event` of a message on `<prefix>/<device>/events`."""
@@ -56,13 +64,37 @@ player's loop).  20 s through the paced sink here: the player and PulseAudio's c
 with the next samples in hand (issue 14).  An interruption starts within a block."""
 
 DegradedWhat = Literal[
-    "audio", "audio_thread", "cache", "clips", "clock", "config", "cpu", "homeassistant", "http", "memory", "mqtt",
-    "speed", "state", "voice", "wyoming",
+    "audio",
+    "audio_thread",
+    "cache",
+    "clips",
+    "clock",
+    "config",
+    "cpu",
+    "homeassistant",
+    "http",
+    "memory",
+    "mqtt",
+    "speed",
+    "state",
+    "voice",
+    "wyoming",
 ]
 DEGRADED: tuple[DegradedWhat, ...] = typing.get_args(DegradedWhat)
 """`what` of an entry in a status's `degraded` list: the part not working as configured."""
 
 __all__ = [
-    "BLOCK_FRAMES", "CLIP_NAME_RE", "DEGRADED", "EVENTS", "FALLBACK_REASONS", "MAX_DEADLINE_MS", "NAME_RE",
-    "PRIORITIES", "DegradedWhat", "EventName", "FallbackReason", "Priority", "priority_rank",
+    "BLOCK_FRAMES",
+    "CLIP_NAME_RE",
+    "DEGRADED",
+    "EVENTS",
+    "FALLBACK_REASONS",
+    "MAX_DEADLINE_MS",
+    "NAME_RE",
+    "PRIORITIES",
+    "DegradedWhat",
+    "EventName",
+    "FallbackReason",
+    "Priority",
+    "priority_rank",
 ]

@@ -10,6 +10,7 @@ still cannot be lifted out without it (issue 12).
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "edgetts"
-MAX_MODULE_LINES = 400
-MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+"""Sizes that fail the suite: a backstop against a module or function nobody split."""
+NOTE_MODULE_LINES = 400
+NOTE_FUNCTION_LINES = 60
+"""Sizes worth a second look, reported as warnings: a smell detector, not a design rule (squeezing
+lines under a hard limit made code worse than either length)."""
 
 LOWER = ("edgetts.voice", "edgetts.text", "edgetts.audio", "edgetts.runtime", "edgetts.engine", "edgetts.errors")
 """The library layers: synthesis, text, audio and CPU placement know nothing of the daemon."""
@@ -154,8 +160,11 @@ def cycle_problems(root: Path, modules: dict[str, Module]) -> list[str]:
     for component in _strongly_connected(graph):
         members = set(component)
         inside = sorted(
-            {(imp.where(root), imp.source, imp.target) for imp in edges
-             if imp.source in members and imp.target in members}
+            {
+                (imp.where(root), imp.source, imp.target)
+                for imp in edges
+                if imp.source in members and imp.target in members
+            }
         )
         lines = "".join(f"\n    {where}: {src} imports {dst}" for where, src, dst in inside)
         problems.append(f"import cycle between {', '.join(component)}:{lines}")
@@ -177,18 +186,29 @@ def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]
     return sorted(found, key=lambda n: n.lineno)
 
 
-def size_problems(root: Path, modules: dict[str, Module]) -> list[str]:
-    """Modules over MAX_MODULE_LINES, functions (def line to last line) over MAX_FUNCTION_LINES."""
+def size_problems(
+    root: Path,
+    modules: dict[str, Module],
+    max_module: int = MAX_MODULE_LINES,
+    max_function: int = MAX_FUNCTION_LINES,
+) -> list[str]:
+    """Modules over ``max_module`` lines, functions (def line to last line) over ``max_function``."""
     problems = []
     for module in sorted(modules.values(), key=lambda m: m.path):
         where = module.path.relative_to(root)
-        if module.lines > MAX_MODULE_LINES:
-            problems.append(f"{where}:1: module has {module.lines} lines (max {MAX_MODULE_LINES})")
+        if module.lines > max_module:
+            problems.append(f"{where}:1: module has {module.lines} lines (max {max_module})")
         for node in _functions(module.tree):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
-            if length > MAX_FUNCTION_LINES:
-                problems.append(f"{where}:{node.lineno}: {node.name}() has {length} lines (max {MAX_FUNCTION_LINES})")
+            if length > max_function:
+                problems.append(f"{where}:{node.lineno}: {node.name}() has {length} lines (max {max_function})")
     return problems
+
+
+def _note_sizes(root: Path, modules: dict[str, Module]) -> None:
+    """Warn (not fail) about what is past the sizes worth a second look."""
+    for problem in size_problems(root, modules, NOTE_MODULE_LINES, NOTE_FUNCTION_LINES):
+        warnings.warn(f"worth a second look: {problem}", stacklevel=2)
 
 
 def _fail_on(title: str, problems: list[str]) -> None:
@@ -210,13 +230,16 @@ def test_layers_import_only_downward(modules: dict[str, Module]) -> None:
 
 
 def test_modules_and_functions_are_small(modules: dict[str, Module]) -> None:
+    _note_sizes(ROOT, modules)
     _fail_on("too long", size_problems(ROOT, modules))
 
 
 @pytest.mark.parametrize("folder", ["tools", "tests/support"])
 def test_tools_and_test_rigs_are_small(folder: str) -> None:
     """The same sizes for the scripts in tools/ and the shared test rigs (issue 12)."""
-    _fail_on("too long", size_problems(ROOT, load_modules(ROOT, folder)))
+    found = load_modules(ROOT, folder)
+    _note_sizes(ROOT, found)
+    _fail_on("too long", size_problems(ROOT, found))
 
 
 PLANTED = {
@@ -261,10 +284,11 @@ def test_the_checker_finds_planted_faults(planted: Path) -> None:
         "edgetts/voice/a.py:5: edgetts.voice.a imports paho",
         "edgetts/voice/b.py:2: edgetts.voice.b imports edgetts.daemon.loop",
     ]
-    assert size_problems(planted, found) == [
+    assert size_problems(planted, found, 400, 60) == [
         "edgetts/text/long.py:1: module has 401 lines (max 400)",
         "edgetts/text/long.py:63: long() has 61 lines (max 60)",
     ]
+    assert size_problems(planted, found) == []
 
 
 _REPO_FIRST = ("sys.path.insert(0, str(Path(__file__).resolve().parents[1]))", "sys.path.insert(0, str(ROOT))")
@@ -277,9 +301,11 @@ def test_tools_that_import_edgetts_import_this_checkout_s() -> None:
     for path in sorted((ROOT / "tools").glob("*.py")):
         source = path.read_text(encoding="utf-8")
         tree = ast.parse(source)
-        imports = any((isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE)
-                      or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names))
-                      for node in ast.walk(tree))
+        imports = any(
+            (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE)
+            or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names))
+            for node in ast.walk(tree)
+        )
         if imports and not any(line in source for line in _REPO_FIRST):
             missing.append(path.name)
     assert missing == []

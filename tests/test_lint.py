@@ -18,8 +18,9 @@ from support.paths import ROOT
 
 def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     pytest.importorskip(module)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_ruff_finds_nothing() -> None:

@@ -17,10 +17,34 @@ from edgetts.vocabulary import (
 
 def test_names_on_the_wire() -> None:
     assert PRIORITIES == ("emergency", "high", "normal", "low")
-    assert EVENTS == ("queued", "rejected", "started", "finished", "preempted", "expired", "failed", "fallback",
-                      "cancelled")
-    assert DEGRADED == ("audio", "audio_thread", "cache", "clips", "clock", "config", "cpu", "homeassistant", "http",
-                        "memory", "mqtt", "speed", "state", "voice", "wyoming")
+    assert EVENTS == (
+        "queued",
+        "rejected",
+        "started",
+        "finished",
+        "preempted",
+        "expired",
+        "failed",
+        "fallback",
+        "cancelled",
+    )
+    assert DEGRADED == (
+        "audio",
+        "audio_thread",
+        "cache",
+        "clips",
+        "clock",
+        "config",
+        "cpu",
+        "homeassistant",
+        "http",
+        "memory",
+        "mqtt",
+        "speed",
+        "state",
+        "voice",
+        "wyoming",
+    )
     assert MAX_DEADLINE_MS == 600000  # docs/daemon.md: deadline_ms 1-600000
 
 

@@ -76,9 +76,7 @@ def export_models(cache: Path) -> tuple[Path, Path]:
     """Build both models in a child process, so this one never holds the weights' memory."""
     block, naive = model_paths(cache)
     if not (block.is_file() and naive.is_file()):
-        subprocess.run(
-            [sys.executable, __file__, "--child", "export", "--model", str(cache)], check=True
-        )
+        subprocess.run([sys.executable, __file__, "--child", "export", "--model", str(cache)], check=True)
     return block, naive
 
 
@@ -222,10 +220,7 @@ def child_block(path: Path, threads: int) -> dict:
         with pool.new_sequence() as seq:
             for s in range(0, ctx, 1024):  # random KV: a step costs the same whatever the values
                 n = min(1024, ctx - s)
-                kd = [
-                    rng.standard_normal((lo.num_kv_heads, n, lo.head_dim), np.float32)
-                    for _ in range(lo.num_layers)
-                ]
+                kd = [rng.standard_normal((lo.num_kv_heads, n, lo.head_dim), np.float32) for _ in range(lo.num_layers)]
                 seq.append(kd, kd)
             if ctx == 8192:
                 out["kv_bytes_8k"] = pool.bytes_in_use
@@ -286,9 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument(
-        "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "edgetts-bench-ar"
-    )
+    ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "edgetts-bench-ar")
     ap.add_argument("--child", choices=("block", "naive", "export"), help=argparse.SUPPRESS)
     ap.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -305,9 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     load_at_start = os.getloadavg()[0]  # another benchmark running at the same time skews step_ms
     block_path, naive_path = export_models(args.cache_dir)
-    kids = {
-        k: run_child(k, p, args.threads) for k, p in (("block", block_path), ("naive", naive_path))
-    }
+    kids = {k: run_child(k, p, args.threads) for k, p in (("block", block_path), ("naive", naive_path))}
     eq = check_equality(block_path, naive_path, args.threads)
     ftok = first_token(block_path, args.threads)
     result = {
@@ -350,9 +341,7 @@ def print_table(r: dict) -> None:
             f"{'step ms @ ' + str(ctx) + ' ctx':<28}{r['step_ms']['block'][str(ctx)]:>14}"
             f"{r['step_ms']['naive'][str(ctx)]:>14}"
         )
-    print(
-        f"{'peak RSS MB (VmHWM)':<28}{r['peak_rss_mb']['block']:>14}{r['peak_rss_mb']['naive']:>14}"
-    )
+    print(f"{'peak RSS MB (VmHWM)':<28}{r['peak_rss_mb']['block']:>14}{r['peak_rss_mb']['naive']:>14}")
     print(f"kv_bytes_8k: {r['kv_bytes_8k']} ({r['kv_bytes_8k'] / 2**20:.0f} MiB, blocks in use)")
     print(
         f"first_token_ms (300-token prompt): prefix cached {r['first_token_ms']['prefix_cached']}, "
@@ -362,8 +351,7 @@ def print_table(r: dict) -> None:
     print(
         f"cached_equals_full: {r['cached_equals_full']} (max |diff| {eq['max_abs_diff']:.2e}; "
         + ", ".join(
-            f"prefix {c['prefix_tokens']} + own {c['own_tokens']} in {c['own_blocks']} blocks"
-            for c in eq["cases"]
+            f"prefix {c['prefix_tokens']} + own {c['own_tokens']} in {c['own_blocks']} blocks" for c in eq["cases"]
         )
         + ")"
     )

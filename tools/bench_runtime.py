@@ -154,8 +154,10 @@ def pageout_file_mappings() -> int:
 
 def thrash(seconds: float, mb: int = 256) -> None:
     """Another process streams through ``mb`` MB for ``seconds``: our caches and TLB go cold."""
-    code = (f"import time\nb = bytearray({mb} << 20)\nend = time.monotonic() + {seconds}\n"
-            "while time.monotonic() < end:\n    b[::4096] = b'x' * len(b[::4096])\n    bytes(b)\n")
+    code = (
+        f"import time\nb = bytearray({mb} << 20)\nend = time.monotonic() + {seconds}\n"
+        "while time.monotonic() < end:\n    b[::4096] = b'x' * len(b[::4096])\n    bytes(b)\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -166,14 +168,18 @@ def rss_file_kb() -> int:
     return 0
 
 
-def _idle_rows(voice: Any, ka: Keepalive, text: str, idle_s: float, interval_s: float, repeats: int,
-               thrash_s: float) -> tuple[dict[str, list[float]], list[int]]:
+def _idle_rows(
+    voice: Any, ka: Keepalive, text: str, idle_s: float, interval_s: float, repeats: int, thrash_s: float
+) -> tuple[dict[str, list[float]], list[int]]:
     """First audio after each kind of idleness; and the RssFile kB MADV_PAGEOUT reclaimed each time."""
     first_audio(voice, text)
-    rows: dict[str, list[float]] = {"warm (1 s pause)": [], f"idle {idle_s:.0f} s, keepalive off": [],
-                                    f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s": [],
-                                    "caches thrashed, keepalive off": [],
-                                    "caches thrashed, then a keepalive run": []}
+    rows: dict[str, list[float]] = {
+        "warm (1 s pause)": [],
+        f"idle {idle_s:.0f} s, keepalive off": [],
+        f"idle {idle_s:.0f} s, keepalive every {interval_s:.0f} s": [],
+        "caches thrashed, keepalive off": [],
+        "caches thrashed, then a keepalive run": [],
+    }
     for _ in range(repeats):
         time.sleep(1.0)
         rows["warm (1 s pause)"].append(first_audio(voice, text))
@@ -258,8 +264,11 @@ def _memprobe(mode: str) -> None:
         rc = libc.mlockall(1)
     load_s = time.perf_counter() - t0
     ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 8 + [2]], dtype=np.int64)
-    feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], np.int64),
-             "scales": np.array([0, 1, 0], np.float32)}
+    feeds = {
+        "input": ids,
+        "input_lengths": np.array([ids.shape[1]], np.int64),
+        "scales": np.array([0, 1, 0], np.float32),
+    }
     session.run(None, feeds)
     times = []
     for _ in range(7):
@@ -271,8 +280,17 @@ def _memprobe(mode: str) -> None:
         key = line.split(":")[0]
         if key in ("VmLck", "RssAnon", "RssFile", "VmRSS", "VmHWM"):
             status[key + "_mb"] = round(int(line.split()[1]) / 1024, 1)
-    print(json.dumps({"load_s": round(load_s, 3), "infer_median_s": round(statistics.median(times), 4),
-                      "rc": rc, **status, "locked_bytes": weights.locked_bytes if weights else 0}))
+    print(
+        json.dumps(
+            {
+                "load_s": round(load_s, 3),
+                "infer_median_s": round(statistics.median(times), 4),
+                "rc": rc,
+                **status,
+                "locked_bytes": weights.locked_bytes if weights else 0,
+            }
+        )
+    )
 
 
 def bench_memory() -> dict[str, Any]:
@@ -305,27 +323,35 @@ def table(result: dict[str, Any]) -> str:
     if idle:
         lines.append("")
         reclaimed_mb = idle["rss_file_reclaimed_kb_median"] / 1024
-        lines.append(f"## first audio after idleness (threads={idle['threads']}; thrash = 2 s of another process "
-                     f"streaming 256 MB; MADV_PAGEOUT could reclaim only {reclaimed_mb:.1f} MB of RssFile)")
+        lines.append(
+            f"## first audio after idleness (threads={idle['threads']}; thrash = 2 s of another process "
+            f"streaming 256 MB; MADV_PAGEOUT could reclaim only {reclaimed_mb:.1f} MB of RssFile)"
+        )
         lines.append(f"{'situation':44} {'n':>3} {'median s':>9} {'max s':>8}")
         for name, r in idle["rows"].items():
             lines.append(f"{name:44} {r['n']:3d} {r['median_s']:9.3f} {r['max_s']:8.3f}")
         ka = idle["keepalive"]
         lines.append("")
         lines.append(f"## keepalive cost ('{KEEPALIVE_TEXT}', every {ka['interval_s']:.0f} s)")
-        lines.append(f"CPU per run: {ka['cpu_s_per_run']:.3f} s process "
-                     f"({ka['thread_cpu_s_per_run']:.3f} s calling thread only), "
-                     f"wall {ka['wall_s_per_run']:.3f} s; per idle hour: {ka['cpu_s_per_hour']:.1f} CPU s "
-                     f"({ka['cpu_s_per_hour'] / 36:.2f} % of one core)")
+        lines.append(
+            f"CPU per run: {ka['cpu_s_per_run']:.3f} s process "
+            f"({ka['thread_cpu_s_per_run']:.3f} s calling thread only), "
+            f"wall {ka['wall_s_per_run']:.3f} s; per idle hour: {ka['cpu_s_per_hour']:.1f} CPU s "
+            f"({ka['cpu_s_per_hour'] / 36:.2f} % of one core)"
+        )
     mem = result.get("memory")
     if mem:
         lines.append("")
         lines.append("## locking the weights (median of 3 fresh processes, 1 thread)")
-        lines.append(f"{'mode':24} {'load s':>7} {'infer s':>8} {'VmLck MB':>9} {'RssAnon MB':>11} "
-                     f"{'RssFile MB':>11} {'VmRSS MB':>9}")
+        lines.append(
+            f"{'mode':24} {'load s':>7} {'infer s':>8} {'VmLck MB':>9} {'RssAnon MB':>11} "
+            f"{'RssFile MB':>11} {'VmRSS MB':>9}"
+        )
         for name, r in mem.items():
-            lines.append(f"{name:24} {r['load_s']:7.3f} {r['infer_median_s']:8.4f} {r['VmLck_mb']:9.1f} "
-                         f"{r['RssAnon_mb']:11.1f} {r['RssFile_mb']:11.1f} {r['VmRSS_mb']:9.1f}")
+            lines.append(
+                f"{name:24} {r['load_s']:7.3f} {r['infer_median_s']:8.4f} {r['VmLck_mb']:9.1f} "
+                f"{r['RssAnon_mb']:11.1f} {r['RssFile_mb']:11.1f} {r['VmRSS_mb']:9.1f}"
+            )
     return "\n".join(lines)
 
 

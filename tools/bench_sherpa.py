@@ -41,8 +41,9 @@ def _espeak_bridge() -> tuple[ModuleType, Path]:
     package = Path(spec.origin).parent
     library = next(package.glob("espeakbridge*.so"))
     loader = importlib.machinery.ExtensionFileLoader("espeakbridge", str(library))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("espeakbridge", library,
-                                                                                   loader=loader))
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_file_location("espeakbridge", library, loader=loader)
+    )
     loader.exec_module(module)
     return module, package / "espeak-ng-data"
 
@@ -86,7 +87,8 @@ class SherpaEngine:
         self._sherpa = sherpa_onnx
         inference = voice.config.get("inference", {})
         vits = sherpa_onnx.OfflineTtsVitsModelConfig(
-            model=str(voice.model), tokens=str(voice.tokens),
+            model=str(voice.model),
+            tokens=str(voice.tokens),
             noise_scale=0.0 if zero_noise else float(inference.get("noise_scale", 0.667)),
             noise_scale_w=0.0 if zero_noise else float(inference.get("noise_w", 0.8)),
             length_scale=float(inference.get("length_scale", 1.0)),

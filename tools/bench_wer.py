@@ -106,9 +106,13 @@ def measure(seeds: list[int], threads: int) -> dict[str, Any]:
         print(f"seed {seed}: " + ", ".join(f"{m} {per_seed[m][-1]:.3f}" for m in MODES), flush=True)
     out: dict[str, Any] = {"seeds": seeds, "lines": len(corpus), "threads": threads}
     for mode in MODES:
-        out[mode] = {"wer_mean": statistics.fmean(per_seed[mode]), "wer_per_seed": per_seed[mode],
-                     "wer_min": min(per_seed[mode]), "wer_max": max(per_seed[mode]),
-                     "wer_per_line": [statistics.fmean(scores) for scores in per_line[mode]]}
+        out[mode] = {
+            "wer_mean": statistics.fmean(per_seed[mode]),
+            "wer_per_seed": per_seed[mode],
+            "wer_min": min(per_seed[mode]),
+            "wer_max": max(per_seed[mode]),
+            "wer_per_line": [statistics.fmean(scores) for scores in per_line[mode]],
+        }
     out.update(_paired(per_line["default"], per_line["whole"]))
     return out
 
@@ -118,11 +122,13 @@ def _paired(default: list[list[float]], whole: list[list[float]]) -> dict[str, A
     they decode; the standard error says how far the mean could move with other seeds."""
     diffs = [d - w for line_d, line_w in zip(default, whole) for d, w in zip(line_d, line_w)]
     spread = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
-    return {"default_minus_whole": statistics.fmean(diffs),
-            "default_minus_whole_se": spread / len(diffs) ** 0.5,
-            "pairs": len(diffs),
-            "pairs_default_worse": sum(1 for d in diffs if d > 1e-9),
-            "pairs_default_better": sum(1 for d in diffs if d < -1e-9)}
+    return {
+        "default_minus_whole": statistics.fmean(diffs),
+        "default_minus_whole_se": spread / len(diffs) ** 0.5,
+        "pairs": len(diffs),
+        "pairs_default_worse": sum(1 for d in diffs if d > 1e-9),
+        "pairs_default_better": sum(1 for d in diffs if d < -1e-9),
+    }
 
 
 def main() -> int:
@@ -134,9 +140,11 @@ def main() -> int:
     args = parser.parse_args()
     result = measure(args.seeds, args.threads)
     print(json.dumps({m: round(result[m]["wer_mean"], 3) for m in MODES}))
-    print(f"default - whole: {result['default_minus_whole']:+.4f} (standard error "
-          f"{result['default_minus_whole_se']:.4f}); of {result['pairs']} pairs default worse in "
-          f"{result['pairs_default_worse']}, better in {result['pairs_default_better']}")
+    print(
+        f"default - whole: {result['default_minus_whole']:+.4f} (standard error "
+        f"{result['default_minus_whole_se']:.4f}); of {result['pairs']} pairs default worse in "
+        f"{result['pairs_default_worse']}, better in {result['pairs_default_better']}"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0

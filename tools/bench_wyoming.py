@@ -52,10 +52,16 @@ def _free_port() -> int:
 
 def _start_edgetts(port: int, threads: int, work: Path) -> subprocess.Popen[bytes]:
     cfg = work / "edgetts.yaml"
-    cfg.write_text(f"voice: {{threads: {threads}, noise_scale: 0, noise_w: 0}}\nkeepalive: {{interval_s: 0}}\n"
-                   "memory: {lock: false}\n", encoding="utf-8")
-    return subprocess.Popen([sys.executable, "-m", "edgetts.cli", "wyoming", "--uri", f"tcp://127.0.0.1:{port}",
-                             "--config", str(cfg)], cwd=ROOT, stdout=subprocess.DEVNULL)
+    cfg.write_text(
+        f"voice: {{threads: {threads}, noise_scale: 0, noise_w: 0}}\nkeepalive: {{interval_s: 0}}\n"
+        "memory: {lock: false}\n",
+        encoding="utf-8",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgetts.cli", "wyoming", "--uri", f"tcp://127.0.0.1:{port}", "--config", str(cfg)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _start_piper(port: int, threads: int, work: Path) -> subprocess.Popen[bytes]:
@@ -69,10 +75,27 @@ def _start_piper(port: int, threads: int, work: Path) -> subprocess.Popen[bytes]
     # piper-tts builds its onnxruntime session with the default options: intra-op threads =
     # the cores it may use, so the same thread count is set by the cores it is given.
     cores = sorted(os.sched_getaffinity(0))[:threads]
-    return subprocess.Popen(["taskset", "-c", ",".join(map(str, cores)), sys.executable, "-m", "wyoming_piper",
-                             "--voice", model.name.removesuffix(".onnx"), "--data-dir", str(data),
-                             "--uri", f"tcp://127.0.0.1:{port}", "--noise-scale", "0", "--noise-w", "0"],
-                            stdout=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            ",".join(map(str, cores)),
+            sys.executable,
+            "-m",
+            "wyoming_piper",
+            "--voice",
+            model.name.removesuffix(".onnx"),
+            "--data-dir",
+            str(data),
+            "--uri",
+            f"tcp://127.0.0.1:{port}",
+            "--noise-scale",
+            "0",
+            "--noise-w",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
 
 
 async def _ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 180.0) -> None:
@@ -107,8 +130,11 @@ async def _one(port: int, text: str) -> tuple[float, float, int]:
 
 
 def _summary(firsts: list[float], totals: list[float]) -> dict[str, float]:
-    return {"first_chunk_median_s": round(statistics.median(firsts), 4),
-            "first_chunk_p95_s": round(percentile(firsts, 0.95), 4), "total_s": round(statistics.median(totals), 3)}
+    return {
+        "first_chunk_median_s": round(statistics.median(firsts), 4),
+        "first_chunk_p95_s": round(percentile(firsts, 0.95), 4),
+        "total_s": round(statistics.median(totals), 3),
+    }
 
 
 async def _bench(ports: dict[str, int], lines: list[str], runs: int, pause: float) -> dict[str, dict[str, float]]:
@@ -134,16 +160,22 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pause", type=float, default=0.3,
-                        help="seconds of quiet before each request (default 0.3): a server's leftovers "
-                        "(piper-tts's onnxruntime workers spin on after a run) must not slow the next one")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.3,
+        help="seconds of quiet before each request (default 0.3): a server's leftovers "
+        "(piper-tts's onnxruntime workers spin on after a run) must not slow the next one",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-wyoming-"))
     ports = {"edgetts": _free_port(), "wyoming_piper": _free_port()}
-    procs = [_start_edgetts(ports["edgetts"], args.threads, work),
-             _start_piper(ports["wyoming_piper"], args.threads, work)]
+    procs = [
+        _start_edgetts(ports["edgetts"], args.threads, work),
+        _start_piper(ports["wyoming_piper"], args.threads, work),
+    ]
     try:
         for (_name, port), proc in zip(ports.items(), procs):
             asyncio.run(_ready(port, proc))
@@ -155,9 +187,15 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     e, p = result["edgetts"], result["wyoming_piper"]
     result["ratio"] = {k: round(e[k] / p[k], 3) for k in e}  # type: ignore[index]
-    result["setup"] = {"lines": len(lines), "runs": args.runs, "threads": args.threads, "pause_s": args.pause,
-                       "voice": "en_US-joe-medium", "noise": 0,
-                       "load_avg_1min_after": round(os.getloadavg()[0], 2)}  # a shared machine says so
+    result["setup"] = {
+        "lines": len(lines),
+        "runs": args.runs,
+        "threads": args.threads,
+        "pause_s": args.pause,
+        "voice": "en_US-joe-medium",
+        "noise": 0,
+        "load_avg_1min_after": round(os.getloadavg()[0], 2),
+    }  # a shared machine says so
     print(f"{'':14} {'first median':>12} {'first p95':>10} {'total':>8}")
     for name in ("edgetts", "wyoming_piper", "ratio"):
         r = result[name]

@@ -105,8 +105,9 @@ class EdgeSide:
         self._lead_fed = "lead_s" in inspect.signature(PlaybackJob.feed).parameters
         self.reports: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.device = _Device()
-        self.player = Player(player_settings(self.config, self.voice.sample_rate), self.reports.put,
-                             stream_factory=self.device)
+        self.player = Player(
+            player_settings(self.config, self.voice.sample_rate), self.reports.put, stream_factory=self.device
+        )
         self.player.probe()  # as the daemon does before READY=1
         self.player.start()
 
@@ -138,15 +139,27 @@ class EdgeSide:
         sim = simulate(arrivals, started.at_mono)
         audio_s = sum(seconds for _, seconds in arrivals)
         return {
-            "t0_mono": t0, "started_mono": started.at_mono, "finished_mono": finished_mono,
-            "outcome": finished.kind, "first_audio_s": started.at_mono - t0,
-            "first_chunk_s": arrivals[0][0] - t0, "earliest_start_s": earliest_start(arrivals) - t0,
-            "synth_s": produced["done"] - t0, "audio_s": audio_s,
-            "rtf": (produced["done"] - t0) / audio_s, "chunks": len(arrivals), "lead_s": produced["lead_s"],
-            "underruns": getattr(finished, "underruns", None), "gap_ms": getattr(finished, "gap_ms", None),
-            "sim_underruns": sim[0], "sim_gap_ms": sim[1] * 1000.0, "cpu_s": cpu,
-            "synth_cpu_s": produced["cpu_s"], "device_opens": self.device.opens - opens_before,
-            "device_open_s": self.device.open_s - open_s_before, "source_gap_ms": produced["gap_ms"],
+            "t0_mono": t0,
+            "started_mono": started.at_mono,
+            "finished_mono": finished_mono,
+            "outcome": finished.kind,
+            "first_audio_s": started.at_mono - t0,
+            "first_chunk_s": arrivals[0][0] - t0,
+            "earliest_start_s": earliest_start(arrivals) - t0,
+            "synth_s": produced["done"] - t0,
+            "audio_s": audio_s,
+            "rtf": (produced["done"] - t0) / audio_s,
+            "chunks": len(arrivals),
+            "lead_s": produced["lead_s"],
+            "underruns": getattr(finished, "underruns", None),
+            "gap_ms": getattr(finished, "gap_ms", None),
+            "sim_underruns": sim[0],
+            "sim_gap_ms": sim[1] * 1000.0,
+            "cpu_s": cpu,
+            "synth_cpu_s": produced["cpu_s"],
+            "device_opens": self.device.opens - opens_before,
+            "device_open_s": self.device.open_s - open_s_before,
+            "source_gap_ms": produced["gap_ms"],
             "source_gaps": produced["gaps"],
         }
 
@@ -223,9 +236,17 @@ class PiperSide:
         cpu = time.process_time() - cpu0
         underruns, gap = simulate(arrivals, arrivals[0][0])
         audio_s = sum(seconds for _, seconds in arrivals)
-        return {"t0_mono": t0, "first_audio_s": arrivals[0][0] - t0, "synth_s": done - t0, "audio_s": audio_s,
-                "rtf": (done - t0) / audio_s, "chunks": len(arrivals), "underruns": underruns,
-                "gap_ms": gap * 1000.0, "cpu_s": cpu}
+        return {
+            "t0_mono": t0,
+            "first_audio_s": arrivals[0][0] - t0,
+            "synth_s": done - t0,
+            "audio_s": audio_s,
+            "rtf": (done - t0) / audio_s,
+            "chunks": len(arrivals),
+            "underruns": underruns,
+            "gap_ms": gap * 1000.0,
+            "cpu_s": cpu,
+        }
 
 
 def run(args: argparse.Namespace, say: Any) -> int:
@@ -243,8 +264,15 @@ def run(args: argparse.Namespace, say: Any) -> int:
     if args.edgetts_first:
         sides.reverse()
     audio_tids = [side.player.thread.native_id for _, side in sides if isinstance(side, EdgeSide)]
-    say({"ready": os.getpid(), "audio_tids": audio_tids, "streaming": edge.settings.streaming,
-         "fast_start_ids": edge.settings.fast_start_ids, "lead_s_fed": edge._lead_fed})
+    say(
+        {
+            "ready": os.getpid(),
+            "audio_tids": audio_tids,
+            "streaming": edge.settings.streaming,
+            "fast_start_ids": edge.settings.fast_start_ids,
+            "lead_s_fed": edge._lead_fed,
+        }
+    )
     if sys.stdin.readline().strip() != "go":
         return 1
     for _, side in sides:

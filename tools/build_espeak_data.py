@@ -247,8 +247,9 @@ def unavailable_lines() -> list[str]:
     return lines
 
 
-def build(out: Path, archive: Path = SOURCE, expect_sha256: str | None = SOURCE_SHA256,
-          languages: Sequence[str] = LANGUAGES) -> None:
+def build(
+    out: Path, archive: Path = SOURCE, expect_sha256: str | None = SOURCE_SHA256, languages: Sequence[str] = LANGUAGES
+) -> None:
     """The whole build in a temporary directory, written to ``out``."""
     with tempfile.TemporaryDirectory(prefix="edgetts-espeak-") as tmp:
         source = extract_source(archive, Path(tmp) / "src", expect_sha256)

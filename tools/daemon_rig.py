@@ -43,8 +43,9 @@ def start_broker(tmp: Path, extra: str = "") -> tuple[subprocess.Popen[bytes], i
         # between publish and receipt (measured here), more than the 30 ms cache-hit target.
         "set_tcp_nodelay true\n" + extra
     )
-    proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["mosquitto", "-c", str(tmp / "mosquitto.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_port(port)
     return proc, port
 

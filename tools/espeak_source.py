@@ -127,8 +127,9 @@ def make(git_dir: Path, out: Path, languages: Sequence[str] = bed.LANGUAGES) -> 
         write_archive(git, set(base) | sounds, out)
         bed.install(data, src, Path(tmp) / "whole-out", languages)
         small = bed.extract_source(out, Path(tmp) / "small", None)
-        bed.install(bed.compile_data(small, Path(tmp) / "small-build", languages), small,
-                    Path(tmp) / "small-out", languages)
+        bed.install(
+            bed.compile_data(small, Path(tmp) / "small-build", languages), small, Path(tmp) / "small-out", languages
+        )
         diff = bed.differences(Path(tmp) / "whole-out", Path(tmp) / "small-out")
         if diff:
             out.unlink()

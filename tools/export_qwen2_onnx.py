@@ -23,9 +23,7 @@ import onnx
 from qwen2_graph import LmShape, build_block_lm, build_naive_lm
 
 
-def random_qwen2_weights(
-    shape: LmShape, seed: int = 0, scale: float = 0.05
-) -> dict[str, np.ndarray]:
+def random_qwen2_weights(shape: LmShape, seed: int = 0, scale: float = 0.05) -> dict[str, np.ndarray]:
     """Random weights in the HF naming (for test voices and benchmarks; no torch needed)."""
     rng = np.random.default_rng(seed)
     h, d = shape.hidden_size, shape.head_dim
@@ -58,13 +56,9 @@ def load_hf_qwen2(checkpoint: Path) -> tuple[LmShape, dict[str, np.ndarray]]:
     cfg = json.loads((checkpoint / "config.json").read_text())
     archs = cfg.get("architectures") or []
     if cfg.get("model_type") != "qwen2" and "Qwen2ForCausalLM" not in archs:
-        raise ValueError(
-            f"{checkpoint}: not a Qwen2 checkpoint (model_type={cfg.get('model_type')!r})"
-        )
+        raise ValueError(f"{checkpoint}: not a Qwen2 checkpoint (model_type={cfg.get('model_type')!r})")
     if cfg.get("use_sliding_window"):
-        raise ValueError(
-            f"{checkpoint}: use_sliding_window=true is not supported (full attention only)"
-        )
+        raise ValueError(f"{checkpoint}: use_sliding_window=true is not supported (full attention only)")
     shape = LmShape.from_hf_config(cfg)
     weights: dict[str, np.ndarray] = {}
     st_files = sorted(checkpoint.glob("*.safetensors"))

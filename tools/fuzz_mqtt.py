@@ -78,16 +78,25 @@ class Daemon:
             "queue:\n  dedup_window_s: 600\nkeepalive:\n  interval_s: 0\nlogging:\n  level: warning\n"
             f"cache:\n  dir: {tmp / 'phrases'}\n  max_mb: 100\n"
         )
-        self.env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1",
-                    "PYTHONPATH": str(ROOT)}
+        self.env = {
+            **os.environ,
+            "ALSA_CONFIG_PATH": str(tmp / "asound.conf"),
+            "ORT_DISABLE_TELEMETRY": "1",
+            "PYTHONPATH": str(ROOT),
+        }
         self.log = tmp / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
         with open(self.log, "ab") as logf:
-            self.proc = subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(self.config)],
-                                         cwd=ROOT, env=self.env, stdout=logf, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "edgetts.cli", "run", "--config", str(self.config)],
+                cwd=ROOT,
+                env=self.env,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+            )
         self.starts += 1
 
     def alive(self) -> bool:
@@ -242,20 +251,34 @@ def fuzz(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return _report(args, tally, time.monotonic() - started, rc, daemon.starts, spoken, log)
 
 
-def _report(args: argparse.Namespace, tally: Tally, elapsed: float, rc: int | None, starts: int,
-            spoken: list[str], log: str) -> dict[str, Any]:
+def _report(
+    args: argparse.Namespace, tally: Tally, elapsed: float, rc: int | None, starts: int, spoken: list[str], log: str
+) -> dict[str, Any]:
     rss = tally.rss_kb
     return {
-        "count": args.count, "sent": tally.sent, "seed": args.seed, "voice": args.voice,
-        "elapsed_s": round(elapsed, 1), "crashes": tally.crashes, "daemon_starts": starts,
-        "exit_status": rc, "tracebacks_in_log": log.count("Traceback"),
+        "count": args.count,
+        "sent": tally.sent,
+        "seed": args.seed,
+        "voice": args.voice,
+        "elapsed_s": round(elapsed, 1),
+        "crashes": tally.crashes,
+        "daemon_starts": starts,
+        "exit_status": rc,
+        "tracebacks_in_log": log.count("Traceback"),
         "outcomes": dict(tally.outcomes),
         "by_category": {k: dict(v) for k, v in sorted(tally.by_category.items())},
-        "violations": dict(tally.violations), "examples": tally.examples,
+        "violations": dict(tally.violations),
+        "examples": tally.examples,
         "rejected_reasons": dict(tally.reasons.most_common(40)),
         "spoken_phrases": len(spoken),
-        "rss_mb": {"first": round(rss[0] / 1024, 1), "max": round(max(rss) / 1024, 1),
-                   "last": round(rss[-1] / 1024, 1), "samples": len(rss)} if rss else None,
+        "rss_mb": {
+            "first": round(rss[0] / 1024, 1),
+            "max": round(max(rss) / 1024, 1),
+            "last": round(rss[-1] / 1024, 1),
+            "samples": len(rss),
+        }
+        if rss
+        else None,
     }
 
 

@@ -18,8 +18,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-PHRASES = ("Gate five is closed.", "The train is late.", "Please stand clear.", "Fire drill at noon.",
-           "Doors are closing.", "Welcome aboard.")
+PHRASES = (
+    "Gate five is closed.",
+    "The train is late.",
+    "Please stand clear.",
+    "Fire drill at noon.",
+    "Doors are closing.",
+    "Welcome aboard.",
+)
 """Few texts, so the phrase cache makes most of the spoken cases instant after their first time."""
 
 FIELDS = ("ttl", "expires_at", "volume", "repeat", "deadline_ms")
@@ -47,17 +53,22 @@ def _digits(rng: random.Random) -> str:
 
 def huge_number(rng: random.Random, ident: str) -> Case:
     key = rng.choice((*FIELDS, "id", "text", "priority"))
-    return Case("huge_number", f'{{"id":"{ident}","text":"hi","{key}":{_digits(rng)}}}'.encode()
-                if key not in ("id", "text") else f'{{"{key}":{_digits(rng)}}}'.encode(), "reject")
+    return Case(
+        "huge_number",
+        f'{{"id":"{ident}","text":"hi","{key}":{_digits(rng)}}}'.encode()
+        if key not in ("id", "text")
+        else f'{{"{key}":{_digits(rng)}}}'.encode(),
+        "reject",
+    )
 
 
 def deep(rng: random.Random, ident: str) -> Case:
     n = rng.choice((17, 50, 999, 1000, 2500, 5000))
-    opener = rng.choice(("[", '{"a":', "[{\"b\":"))
-    closer = {"[": "]", '{"a":': "}", "[{\"b\":": "}]"}[opener] if rng.random() < 0.5 else ""
+    opener = rng.choice(("[", '{"a":', '[{"b":'))
+    closer = {"[": "]", '{"a":': "}", '[{"b":': "}]"}[opener] if rng.random() < 0.5 else ""
     where = rng.choice(("value", "top"))
     inner = opener * n + "1" + closer * n
-    body = f'{{"id":"{ident}","text":"hi","x":{inner}}}' if where == "value" else f"{{\"a\":{inner}}}"
+    body = f'{{"id":"{ident}","text":"hi","x":{inner}}}' if where == "value" else f'{{"a":{inner}}}'
     return Case("deep", body.encode(), "reject")
 
 
@@ -65,13 +76,19 @@ def surrogate(rng: random.Random, ident: str) -> Case:
     lone = "\\u%04x" % rng.randint(0xD800, 0xDFFF)
     where = rng.choice(("id", "text", "voice", "key", "chime"))
     if where == "id":
-        return Case("surrogate", f'{{"id":"a{lone}","text":{rng.choice(("5", chr(34) + "hi" + chr(34)))}}}'.encode(),
-                    "reject")
+        return Case(
+            "surrogate", f'{{"id":"a{lone}","text":{rng.choice(("5", chr(34) + "hi" + chr(34)))}}}'.encode(), "reject"
+        )
     if where == "key":
         return Case("surrogate", f'{{"id":"{ident}","text":"hi","{lone}":1}}'.encode(), "reject")
     value = f"Gate {lone} five" if where == "text" else f"x{lone}"
-    return Case("surrogate", f'{{"id":"{ident}","text":"hi","{where}":"{value}"}}'.encode()
-                if where != "text" else f'{{"id":"{ident}","text":"{value}"}}'.encode(), "reject")
+    return Case(
+        "surrogate",
+        f'{{"id":"{ident}","text":"hi","{where}":"{value}"}}'.encode()
+        if where != "text"
+        else f'{{"id":"{ident}","text":"{value}"}}'.encode(),
+        "reject",
+    )
 
 
 def nul(rng: random.Random, ident: str) -> Case:
@@ -79,7 +96,7 @@ def nul(rng: random.Random, ident: str) -> Case:
         return Case("nul", rng.choice(PHRASES).replace(" ", "\x00", 1).encode(), "reject")
     field = rng.choice(("text", "id"))
     value = "Gate\\u0000five"
-    body = (f'{{"id":"{ident}","text":"{value}"}}' if field == "text" else f'{{"id":"{value}","text":"hi"}}')
+    body = f'{{"id":"{ident}","text":"{value}"}}' if field == "text" else f'{{"id":"{value}","text":"hi"}}'
     return Case("nul", body.encode(), "reject")
 
 
@@ -96,7 +113,7 @@ def ansi(rng: random.Random, ident: str) -> Case:
     codes = rng.choice(("\x1b[1;31m", "\x1b[0m", "\x1b[38;5;208m", "\x1b]0;title\x07", "\x1b[2J", "\x1bc"))
     words = phrase.split(" ")
     at = rng.randint(0, len(words))
-    dirty = " ".join([*words[:at], codes + (words[at] if at < len(words) else ""), *words[at + 1:]])
+    dirty = " ".join([*words[:at], codes + (words[at] if at < len(words) else ""), *words[at + 1 :]])
     expect = " ".join(phrase.split())
     payload = dirty.encode() if rng.random() < 0.5 else _obj(ident, text=dirty).encode()
     return Case("ansi", payload, "speak", expect)
@@ -104,7 +121,7 @@ def ansi(rng: random.Random, ident: str) -> Case:
 
 def html(rng: random.Random, ident: str) -> Case:
     phrase = rng.choice(PHRASES)
-    tag = rng.choice(("b", "i", "p", "span class='x'", "font color=red", "a href=\"http://x/\""))
+    tag = rng.choice(("b", "i", "p", "span class='x'", "font color=red", 'a href="http://x/"'))
     name = tag.split()[0]
     words = phrase.split(" ")
     dirty = f"<{tag}>{words[0]}</{name}> " + " ".join(words[1:]) + rng.choice(("", "<br/>", "<!-- c -->"))
@@ -127,7 +144,7 @@ def bad_json(rng: random.Random, ident: str) -> Case:
         lambda: good + "}",
         lambda: good.replace('"', "'"),
         lambda: "{" + "," * rng.randint(1, 50) + "}",
-        lambda: "{\"id\":\"" + ident + "\",\"text\":\"a\\x41\"}",
+        lambda: '{"id":"' + ident + '","text":"a\\x41"}',
         lambda: '{"id":"' + ident + '","text":"hi","ttl":NaN}',
         lambda: '{"id":"' + ident + '","text":"hi","volume":-Infinity}',
         lambda: '{"id":"' + ident + '","text":"hi","volume":1e999}',
@@ -193,9 +210,15 @@ def sizes(rng: random.Random, ident: str) -> Case:
 
 
 def bad_ssml(rng: random.Random, ident: str) -> Case:
-    doc = rng.choice(("<speak>Gate <blink>5</blink></speak>", "<speak>Gate 5", "<speak><break time='soon'/></speak>",
-                      "<?xml version='1.0'?><!DOCTYPE x [<!ENTITY a 'b'>]><speak>&a;</speak>",
-                      "<speak>Gate<say-as interpret-as='telepathy'>5</say-as></speak>"))
+    doc = rng.choice(
+        (
+            "<speak>Gate <blink>5</blink></speak>",
+            "<speak>Gate 5",
+            "<speak><break time='soon'/></speak>",
+            "<?xml version='1.0'?><!DOCTYPE x [<!ENTITY a 'b'>]><speak>&a;</speak>",
+            "<speak>Gate<say-as interpret-as='telepathy'>5</say-as></speak>",
+        )
+    )
     payload = doc.encode() if rng.random() < 0.5 else _obj(ident, text=doc).encode()
     if rng.random() < 0.1:  # deep but well-formed: the SSML parser's to accept or refuse
         payload = ("<speak>" + "<p>" * 200 + "x" + "</p>" * 200 + "</speak>").encode()
@@ -226,10 +249,22 @@ def mutated(rng: random.Random, ident: str) -> Case:
 
 
 GENERATORS: dict[str, tuple[Callable[[random.Random, str], Case], int]] = {
-    "huge_number": (huge_number, 10), "deep": (deep, 8), "surrogate": (surrogate, 8), "nul": (nul, 6),
-    "control": (control, 6), "ansi": (ansi, 3), "html": (html, 3), "bom": (bom, 3), "bad_json": (bad_json, 10),
-    "bad_utf8": (bad_utf8, 5), "wrong_type": (wrong_type, 10), "names": (names, 6), "sizes": (sizes, 5),
-    "bad_ssml": (bad_ssml, 4), "valid": (valid, 2), "mutated": (mutated, 11),
+    "huge_number": (huge_number, 10),
+    "deep": (deep, 8),
+    "surrogate": (surrogate, 8),
+    "nul": (nul, 6),
+    "control": (control, 6),
+    "ansi": (ansi, 3),
+    "html": (html, 3),
+    "bom": (bom, 3),
+    "bad_json": (bad_json, 10),
+    "bad_utf8": (bad_utf8, 5),
+    "wrong_type": (wrong_type, 10),
+    "names": (names, 6),
+    "sizes": (sizes, 5),
+    "bad_ssml": (bad_ssml, 4),
+    "valid": (valid, 2),
+    "mutated": (mutated, 11),
 }
 """Category -> (generator, weight out of 100)."""
 

@@ -92,7 +92,9 @@ def build_model(kind: str, iterations: int = SLOW_ITERATIONS) -> bytes:
         nodes.append(helper.make_node("Mul", ["wave", "amp"], ["scaled"]))
     nodes.append(helper.make_node("Reshape", ["scaled", "out_shape"], ["output"]))
     graph = helper.make_graph(
-        nodes, f"edgetts-test-voice-{kind}", inputs,
+        nodes,
+        f"edgetts-test-voice-{kind}",
+        inputs,
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1, 1, "samples"])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -120,11 +122,15 @@ def _slow_nodes(scales: str, iterations: int) -> list:  # type: ignore[type-arg]
             helper.make_node("Identity", ["cond_in"], ["cond_out"]),
         ],
         "slow-body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [64, _SLOW_DIM])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [64, _SLOW_DIM])],
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [64, _SLOW_DIM]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [64, _SLOW_DIM]),
+        ],
     )
     return [
         const("trips", iterations, np.int64),
@@ -139,8 +145,14 @@ def _slow_nodes(scales: str, iterations: int) -> list:  # type: ignore[type-arg]
     ]
 
 
-def make_voice(out_dir: Path, kind: str = "ok", iterations: int = SLOW_ITERATIONS, *,
-               language: str | None = None, phoneme_id_map: dict[str, list[int]] | None = None) -> Path:
+def make_voice(
+    out_dir: Path,
+    kind: str = "ok",
+    iterations: int = SLOW_ITERATIONS,
+    *,
+    language: str | None = None,
+    phoneme_id_map: dict[str, list[int]] | None = None,
+) -> Path:
     """Write ``test-<kind>.onnx`` (``test-<kind>-<language>.onnx``) and its ``.onnx.json`` into
     ``out_dir``; returns the model path.
 
@@ -174,8 +186,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--kind", choices=KINDS, default="ok")
-    parser.add_argument("--iterations", type=int, default=SLOW_ITERATIONS,
-                        help=f"loop iterations of the slow kind (default {SLOW_ITERATIONS})")
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=SLOW_ITERATIONS,
+        help=f"loop iterations of the slow kind (default {SLOW_ITERATIONS})",
+    )
     parser.add_argument("--language", default=None, help="espeak-ng voice it reads (default en-us)")
     args = parser.parse_args()
     print(make_voice(args.out_dir, args.kind, args.iterations, language=args.language))

@@ -11,21 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 
-def match(channel: np.ndarray, ref: np.ndarray, around: float, rate: int,
-          search_s: float = 0.1) -> tuple[int, float]:
+def match(channel: np.ndarray, ref: np.ndarray, around: float, rate: int, search_s: float = 0.1) -> tuple[int, float]:
     """(the sample index of ``channel`` where ``ref`` starts, their normalized correlation there:
     1.0 = the very samples), searched within ``search_s`` of ``around`` (a sample index; FFT
     correlation, so seconds-long references are cheap)."""
     reach = int(round(search_s * rate))
     lo = max(0, int(round(around)) - reach)
-    seg = channel[lo: lo + ref.size + 2 * reach].astype(np.float64)
+    seg = channel[lo : lo + ref.size + 2 * reach].astype(np.float64)
     r = ref.astype(np.float64)
     if seg.size < r.size:
         raise ValueError("the recording ends before the reference could")
     n = 1 << int(np.ceil(np.log2(seg.size + r.size)))
     corr = np.fft.irfft(np.fft.rfft(seg, n) * np.conj(np.fft.rfft(r, n)), n)[: seg.size - r.size + 1]
     lag = int(np.argmax(corr))
-    norm = float(np.linalg.norm(seg[lag: lag + r.size]) * np.linalg.norm(r)) or 1.0
+    norm = float(np.linalg.norm(seg[lag : lag + r.size]) * np.linalg.norm(r)) or 1.0
     return lo + lag, float(corr[lag] / norm)
 
 

@@ -44,6 +44,7 @@ _PAREC_LATENCY_MS = 10
 _FIT_WINDOW_S = 0.25
 _SKIP_START_S = 1.0
 
+
 # The sink stands for a sound card, the recording for a microphone: no CPU load stops their
 # clocks.  PulseAudio takes clients' audio in its main thread, and a recording's time line is when
 # parec hands us each block; a test's own load (four daemons and a hog on two cores) could starve
@@ -64,8 +65,15 @@ class PacedSinkError(RuntimeError):
 def available() -> str | None:
     """None when pulseaudio, parec and the ALSA pulse plugin are installed; else what is missing."""
     missing = [tool for tool in ("pulseaudio", "parec", "pacat", "pactl") if shutil.which(tool) is None]
-    plugin_dirs = [Path(p) for p in ("/usr/lib/x86_64-linux-gnu/alsa-lib", "/usr/lib/aarch64-linux-gnu/alsa-lib",
-                                     "/usr/lib/arm-linux-gnueabihf/alsa-lib", "/usr/lib/alsa-lib")]
+    plugin_dirs = [
+        Path(p)
+        for p in (
+            "/usr/lib/x86_64-linux-gnu/alsa-lib",
+            "/usr/lib/aarch64-linux-gnu/alsa-lib",
+            "/usr/lib/arm-linux-gnueabihf/alsa-lib",
+            "/usr/lib/alsa-lib",
+        )
+    ]
     if not any((d / "libasound_module_pcm_pulse.so").exists() for d in plugin_dirs):
         missing.append("libasound2-plugins (ALSA pulse plugin)")
     return ", ".join(missing) or None
@@ -94,9 +102,21 @@ class Recording:
         if sink.zones:
             layout.append("--channel-map=" + ",".join(f"aux{k}" for k in range(sink.zones)))
         self._proc = subprocess.Popen(
-            ["parec", "-d", "cap.monitor", f"--rate={sink.rate}", *layout, "--format=s16le",
-             "--raw", f"--latency-msec={latency_ms or _PAREC_LATENCY_MS}", "--volume=65536"],  # (unity gain)
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **sink.env})
+            [
+                "parec",
+                "-d",
+                "cap.monitor",
+                f"--rate={sink.rate}",
+                *layout,
+                "--format=s16le",
+                "--raw",
+                f"--latency-msec={latency_ms or _PAREC_LATENCY_MS}",
+                "--volume=65536",
+            ],  # (unity gain)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **sink.env},
+        )
         _realtime_main_thread(self._proc.pid)
         self._unix_minus_mono = time.time() - time.monotonic()  # (to some microseconds)
         self._received = 0
@@ -206,8 +226,9 @@ class Recording:
     def __enter__(self) -> Recording:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -247,14 +268,20 @@ class PacedSink:
         lines = []
         if self.zones:
             aux = ",".join(f"aux{k}" for k in range(self.zones))
-            lines.append(f"load-module module-null-sink sink_name=cap rate={self.rate} channels={self.zones} "
-                         f"channel_map={aux}")
-            lines += [f"load-module module-remap-sink sink_name=zone{k} master=cap channels=1 "
-                      f"master_channel_map=aux{k} channel_map=mono remix=no" for k in range(self.zones)]
+            lines.append(
+                f"load-module module-null-sink sink_name=cap rate={self.rate} channels={self.zones} channel_map={aux}"
+            )
+            lines += [
+                f"load-module module-remap-sink sink_name=zone{k} master=cap channels=1 "
+                f"master_channel_map=aux{k} channel_map=mono remix=no"
+                for k in range(self.zones)
+            ]
         else:
             lines.append(f"load-module module-null-sink sink_name=cap rate={self.rate} channels=1")
-        lines += ["set-default-sink cap",
-                  f"load-module module-native-protocol-unix auth-anonymous=1 socket={d / 'native'}"]
+        lines += [
+            "set-default-sink cap",
+            f"load-module module-native-protocol-unix auth-anonymous=1 socket={d / 'native'}",
+        ]
         return "\n".join(lines) + "\n"
 
     def start(self) -> None:
@@ -271,9 +298,22 @@ class PacedSink:
         log = (d / "pulseaudio.log").open("wb")
         env = {**os.environ, **self.env, "HOME": str(d), "XDG_CONFIG_HOME": str(d / "state")}
         self._proc = subprocess.Popen(
-            ["pulseaudio", "-n", "-F", str(d / "default.pa"), "--exit-idle-time=-1", "--daemonize=no",
-             "--use-pid-file=no", "--disallow-exit", "--log-target=stderr"],
-            stdout=log, stderr=log, env=env, start_new_session=True)
+            [
+                "pulseaudio",
+                "-n",
+                "-F",
+                str(d / "default.pa"),
+                "--exit-idle-time=-1",
+                "--daemonize=no",
+                "--use-pid-file=no",
+                "--disallow-exit",
+                "--log-target=stderr",
+            ],
+            stdout=log,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+        )
         log.close()
         try:
             self._wait_ready(timeout=15.0)
@@ -282,9 +322,22 @@ class PacedSink:
             # streams and a recording would not keep the sink's clock: a stream of zeros keeps
             # it running (mixed in, it changes no sample).
             self._keeper = subprocess.Popen(
-                ["pacat", "--playback", "-d", "cap", f"--rate={self.rate}", "--channels=1", "--format=s16le",
-                 "--raw", "--latency-msec=20", "/dev/zero"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **self.env})
+                [
+                    "pacat",
+                    "--playback",
+                    "-d",
+                    "cap",
+                    f"--rate={self.rate}",
+                    "--channels=1",
+                    "--format=s16le",
+                    "--raw",
+                    "--latency-msec=20",
+                    "/dev/zero",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, **self.env},
+            )
             self._wait_running(timeout=10.0)
         except BaseException:
             self.stop()
@@ -298,8 +351,9 @@ class PacedSink:
             if self._proc.poll() is not None:
                 raise PacedSinkError(f"pulseaudio exited: {self._log_tail()}")
             if (self.directory / "native").exists():
-                done = subprocess.run(["pactl", "list", "short", "sinks"], env=env, capture_output=True,
-                                      text=True, timeout=5)
+                done = subprocess.run(
+                    ["pactl", "list", "short", "sinks"], env=env, capture_output=True, text=True, timeout=5
+                )
                 if done.returncode == 0 and "cap" in done.stdout:
                     return
             time.sleep(0.05)
@@ -352,8 +406,9 @@ class PacedSink:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -379,8 +434,10 @@ def main() -> None:
             wall = time.monotonic() - t0
             time.sleep(0.3)
             pcm = rec.stop()
-        print(f"aplay of 1.00 s took {wall:.2f} s; recorded {len(pcm) / sink.rate:.2f} s, "
-              f"onset {onset_s(pcm, sink.rate)}, gaps {find_gaps(pcm, sink.rate)}")
+        print(
+            f"aplay of 1.00 s took {wall:.2f} s; recorded {len(pcm) / sink.rate:.2f} s, "
+            f"onset {onset_s(pcm, sink.rate)}, gaps {find_gaps(pcm, sink.rate)}"
+        )
 
 
 if __name__ == "__main__":

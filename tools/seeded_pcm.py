@@ -27,8 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TEXT = ("Attention please. The next train to arrive at platform two is the service to Edinburgh. "
-        "Please stand clear of the closing doors.")
+TEXT = (
+    "Attention please. The next train to arrive at platform two is the service to Edinburgh. "
+    "Please stand clear of the closing doors."
+)
 ANNOUNCEMENT_ID = "platform-2/seeded-check"
 
 
@@ -40,8 +42,9 @@ def make(out: Path, threads: int) -> None:
     from edgetts.voice.piper.seeded_noise import seed_for
     from edgetts.voice.piper.voice import PiperVoice
 
-    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=threads),
-                            text=TextOptions(normalize=False), cache_dir=None)
+    voice = PiperVoice.load(
+        default_voice_path(), runtime=RuntimeOptions(threads=threads), text=TextOptions(normalize=False), cache_dir=None
+    )
     config = SynthesisConfig(seed=seed_for(ANNOUNCEMENT_ID))
     chunks = [c.to_int16() for c in voice.synthesize(TEXT, config)]
     np.savez(out, **{f"s{i}": pcm for i, pcm in enumerate(chunks)})
@@ -55,12 +58,18 @@ def compare(a_path: Path, b_path: Path) -> dict[str, Any]:
         row: dict[str, Any] = {"samples": [int(x.size), int(y.size)], "equal_length": x.size == y.size}
         if x.size == y.size:
             d = x - y
-            row.update(identical=bool(not d.any()), max_lsb=int(np.abs(d).max()),
-                       rms_lsb=round(math.sqrt(float(np.mean(d.astype(np.float64) ** 2))), 3),
-                       differing=int(np.count_nonzero(d)))
+            row.update(
+                identical=bool(not d.any()),
+                max_lsb=int(np.abs(d).max()),
+                rms_lsb=round(math.sqrt(float(np.mean(d.astype(np.float64) ** 2))), 3),
+                differing=int(np.count_nonzero(d)),
+            )
         sentences.append(row)
-    return {"sentences": sentences, "all_equal_length": all(s["equal_length"] for s in sentences),
-            "max_lsb": max((s.get("max_lsb", 0) for s in sentences), default=0)}
+    return {
+        "sentences": sentences,
+        "all_equal_length": all(s["equal_length"] for s in sentences),
+        "max_lsb": max((s.get("max_lsb", 0) for s in sentences), default=0),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

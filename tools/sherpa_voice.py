@@ -104,9 +104,15 @@ def tokens_text(config: dict[str, Any]) -> str:
 
 def _source_stamp(model: Path, config: Path) -> dict[str, Any]:
     stat, cstat = model.stat(), config.stat()
-    return {"format": FORMAT, "model": str(model.resolve()), "model_size": stat.st_size,
-            "model_mtime_ns": stat.st_mtime_ns, "config": str(config.resolve()),
-            "config_size": cstat.st_size, "config_mtime_ns": cstat.st_mtime_ns}
+    return {
+        "format": FORMAT,
+        "model": str(model.resolve()),
+        "model_size": stat.st_size,
+        "model_mtime_ns": stat.st_mtime_ns,
+        "config": str(config.resolve()),
+        "config_size": cstat.st_size,
+        "config_mtime_ns": cstat.st_mtime_ns,
+    }
 
 
 def is_up_to_date(out_dir: Path, model: Path, config: Path) -> bool:

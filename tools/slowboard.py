@@ -286,8 +286,9 @@ def start_worker(argv: list[str], env: dict[str, str] | None = None) -> tuple[su
     """A worker process (``python argv...``) that prints one JSON `ready` line once loaded."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     full_env = dict(os.environ, ORT_DISABLE_TELEMETRY="1", PYTHONPATH=path, **(env or {}))
-    proc = subprocess.Popen([sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=full_env)
+    proc = subprocess.Popen(
+        [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=full_env
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
@@ -319,8 +320,9 @@ def stop_worker(proc: subprocess.Popen[str]) -> None:
         proc.wait(10)
 
 
-def search_quota(measure: Callable[[float], float], target: float, start: float, *,
-                 tolerance: float = 0.03, max_steps: int = 5) -> tuple[float, float, list[dict[str, float]]]:
+def search_quota(
+    measure: Callable[[float], float], target: float, start: float, *, tolerance: float = 0.03, max_steps: int = 5
+) -> tuple[float, float, list[dict[str, float]]]:
     """The quota at which ``measure(quota)`` (an RTF) is within ``tolerance`` of ``target``.
 
     RTF scales about as 1/quota, so each step multiplies the quota by
@@ -339,8 +341,14 @@ def search_quota(measure: Callable[[float], float], target: float, start: float,
     return best["quota_cpus"], best["rtf"], steps
 
 
-def calibrate(target_rtf: float, *, threads: int = 1, tolerance: float = 0.03, max_steps: int = 5,
-              log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def calibrate(
+    target_rtf: float,
+    *,
+    threads: int = 1,
+    tolerance: float = 0.03,
+    max_steps: int = 5,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """The CPU quota at which piper-tts on the joe voice at ``threads`` threads runs at ``target_rtf``.
 
     One worker process speaks CALIBRATION_LINES; first unthrottled (``threads``
@@ -359,12 +367,20 @@ def calibrate(target_rtf: float, *, threads: int = 1, tolerance: float = 0.03, m
                 return rtf
 
             full = measure(float(threads))
-            quota, rtf, steps = search_quota(measure, target_rtf, threads * full / target_rtf,
-                                             tolerance=tolerance, max_steps=max_steps)
+            quota, rtf, steps = search_quota(
+                measure, target_rtf, threads * full / target_rtf, tolerance=tolerance, max_steps=max_steps
+            )
     finally:
         stop_worker(proc)
-    return {"piper_rtf_target": target_rtf, "quota_cpus": quota, "piper_rtf": rtf, "threads": threads,
-            "piper_rtf_unthrottled": full, "period_us": period_for(quota), "steps": steps}
+    return {
+        "piper_rtf_target": target_rtf,
+        "quota_cpus": quota,
+        "piper_rtf": rtf,
+        "threads": threads,
+        "piper_rtf_unthrottled": full,
+        "period_us": period_for(quota),
+        "steps": steps,
+    }
 
 
 def _terminate(signum: int, _frame: object) -> None:

@@ -62,8 +62,13 @@ def start_daemon(tmp: Path, port: int, threads: int | None) -> subprocess.Popen[
     )
     env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp / "asound.conf"), "ORT_DISABLE_TELEMETRY": "1"}
     with open(tmp / "daemon.log", "wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        return subprocess.Popen(
+            [sys.executable, "-m", "edgetts.cli", "run", "--config", str(config)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
 
 
 @dataclass
@@ -83,8 +88,9 @@ def payload(i: int, lines: list[str], prefix: str) -> tuple[str, str | None]:
     return json.dumps({"id": f"{prefix}-{i:06d}", "text": text}), f"{prefix}-{i:06d}"
 
 
-def run(client: EventClient, pid: int, count: int, window: int, deadline: float,
-        prefix: str = "soak") -> dict[str, Any]:
+def run(
+    client: EventClient, pid: int, count: int, window: int, deadline: float, prefix: str = "soak"
+) -> dict[str, Any]:
     lines = [ln.strip() for ln in CORPUS.read_text().splitlines() if ln.strip()]
     tally, rss, sent, plain = Tally(), [], 0, 0
     open_n = 0  # published, not ended yet
@@ -118,15 +124,20 @@ def report(tally: Tally, rss: list[int], count: int, sent: int, plain: int, pref
     duplicated = sum(n - 1 for n in tally.started.values() if n > 1) + max(0, len(plain_ids) - plain)
     head, tail = rss[:100], rss[-100:]
     return {
-        "count": count, "published": sent, "plain_text": plain, "finished": len(finished),
-        "lost": lost, "duplicated": duplicated,
+        "count": count,
+        "published": sent,
+        "plain_text": plain,
+        "finished": len(finished),
+        "lost": lost,
+        "duplicated": duplicated,
         "not_finished": Counter(e for e in tally.ended.values() if e != "finished"),
         "rss_kb": {
             "first_100_mean": round(statistics.mean(head)) if head else None,
             "last_100_mean": round(statistics.mean(tail)) if tail else None,
             "growth_kb": round(statistics.mean(tail) - statistics.mean(head)) if head else None,
-            "max": max(rss) if rss else None, "samples": len(rss),
-            "by_hundred": [round(statistics.mean(rss[i:i + 100])) for i in range(0, len(rss), 100)],
+            "max": max(rss) if rss else None,
+            "samples": len(rss),
+            "by_hundred": [round(statistics.mean(rss[i : i + 100])) for i in range(0, len(rss), 100)],
         },
     }
 

@@ -100,9 +100,15 @@ class SyncRig:
             env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1", **self.sink.zone_env(k)}
             env.pop("JOURNAL_STREAM", None)
             with open(self.workdir / f"{device}.log", "ab") as log:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "edgetts.cli", "run", "--config", str(path)],
-                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+                self.procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "edgetts.cli", "run", "--config", str(path)],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -143,8 +149,16 @@ class SyncRig:
     def log(self, device: str) -> str:
         return (self.workdir / f"{device}.log").read_text(errors="replace")
 
-    def announce(self, ident: str, text: str, *, to: str = f"group/{GROUP}", lead: float | None = None,
-                 play_at: float | None = None, timeout: float = 60.0) -> Announced:
+    def announce(
+        self,
+        ident: str,
+        text: str,
+        *,
+        to: str = f"group/{GROUP}",
+        lead: float | None = None,
+        play_at: float | None = None,
+        timeout: float = 60.0,
+    ) -> Announced:
         """Publish one synchronized announcement and wait for every member to end it."""
         from edgetts.client.announce import announce
 
@@ -169,8 +183,9 @@ class EventLog:
         self.by_id: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self._cond = threading.Condition()
         subscribed = threading.Event()
-        self._client = reader(config, "rig-events", f"{PREFIX}/+/events", self._on_message,
-                              lambda *_a: subscribed.set())
+        self._client = reader(
+            config, "rig-events", f"{PREFIX}/+/events", self._on_message, lambda *_a: subscribed.set()
+        )
         subscribed.wait(5.0)
 
     def _on_message(self, _c: Any, _u: Any, msg: Any) -> None:
@@ -196,8 +211,9 @@ class EventLog:
         self._client.loop_stop()
 
 
-def back_to_back(rig: SyncRig, lines: list[str], spacing_s: float, prefix: str = "sync",
-                 lead: float | None = None) -> list[Announced]:
+def back_to_back(
+    rig: SyncRig, lines: list[str], spacing_s: float, prefix: str = "sync", lead: float | None = None
+) -> list[Announced]:
     """One group announcement every ``spacing_s`` (each published with `--sync`, the lead from
     the members' speed, while the one before still plays: the daemons prepare it meanwhile),
     then every member's events of each once all have ended it."""
@@ -210,8 +226,9 @@ def back_to_back(rig: SyncRig, lines: list[str], spacing_s: float, prefix: str =
         for k, line in enumerate(lines):
             time.sleep(max(0.0, t0 + k * spacing_s - time.monotonic()))
             sent_at = time.time()
-            outcome = announce(rig.config(), {"id": f"{prefix}-{k}", "text": line}, f"group/{GROUP}",
-                               wait=False, sync=True, lead=lead)
+            outcome = announce(
+                rig.config(), {"id": f"{prefix}-{k}", "text": line}, f"group/{GROUP}", wait=False, sync=True, lead=lead
+            )
             assert outcome.play_at is not None
             items.append(Announced(outcome.id, line, float(outcome.play_at), {}, sent_at))
         for item in items:
@@ -240,8 +257,9 @@ def reference_audio(items: list[Announced]) -> dict[str, np.ndarray]:
     return out
 
 
-def find_onset(channel: np.ndarray, reference: np.ndarray, around: int, search: int,
-               skip: int = 0) -> tuple[int, float]:
+def find_onset(
+    channel: np.ndarray, reference: np.ndarray, around: int, search: int, skip: int = 0
+) -> tuple[int, float]:
     """(index in ``channel`` where ``reference`` starts, normalized correlation there), searched
     within ``around`` +- ``search`` samples (onsets.match).  ``skip``: the reference's first samples
     were not played (a late joiner): its rest is matched, and the index is where sample 0 would
@@ -257,8 +275,14 @@ def find_onset(channel: np.ndarray, reference: np.ndarray, around: int, search: 
 PIECE_S, SLIP_S, ONSET_S = 0.1, 0.002, 0.4
 
 
-def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Announced,
-          reference: np.ndarray, search_s: float = 0.5) -> list[Heard]:
+def heard(
+    recording: Recording,
+    pcm: np.ndarray,
+    devices: list[str],
+    item: Announced,
+    reference: np.ndarray,
+    search_s: float = 0.5,
+) -> list[Heard]:
     """Where each device's zone (channel k of ``pcm``) played ``item`` (a device that joined late,
     `late_ms` on its `started`, is matched on what it played)."""
     around = int(round(recording.index_at_unix(item.play_at)))
@@ -269,7 +293,7 @@ def heard(recording: Recording, pcm: np.ndarray, devices: list[str], item: Annou
         index, _whole = find_onset(pcm[:, k], reference, around, int(search_s * RATE), skip)
         # Sample 0 is placed by the clip's start: over the whole clip, a slip of the sink later on
         # (see piecewise_score) can win the correlation and move the onset by its size.
-        head = reference[skip: skip + int(ONSET_S * RATE)]
+        head = reference[skip : skip + int(ONSET_S * RATE)]
         if head.size and np.any(head):
             index = match(pcm[:, k], head, index + skip, RATE, SLIP_S * 4)[0] - skip
         out.append(Heard(device, recording.unix_at(index), piecewise_score(pcm[:, k], reference, index, skip)))
@@ -291,7 +315,7 @@ def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip
     loud = 0.03 * float(np.sqrt(np.mean(ref[skip:] ** 2)) or 1.0)
     drift, scores = 0, []
     for start in range(skip, min(ref.size, skip + 3 * RATE) - piece + 1, piece):
-        r = ref[start: start + piece]
+        r = ref[start : start + piece]
         if float(np.sqrt(np.mean(r**2))) < loud:
             continue
         try:
@@ -304,5 +328,18 @@ def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip
     return float(np.median(scores)) if scores else 0.0
 
 
-__all__ = ["GROUP", "PREFIX", "RATE", "Announced", "EventLog", "Heard", "SyncRig", "back_to_back", "config_text",
-           "find_onset", "heard", "piecewise_score", "reference_audio"]
+__all__ = [
+    "GROUP",
+    "PREFIX",
+    "RATE",
+    "Announced",
+    "EventLog",
+    "Heard",
+    "SyncRig",
+    "back_to_back",
+    "config_text",
+    "find_onset",
+    "heard",
+    "piecewise_score",
+    "reference_audio",
+]

@@ -68,8 +68,16 @@ class PlaybackJob:
         self._generation = 0
 
     # producer side
-    def feed(self, audio: np.ndarray, rate: int, position: Position, *, speech: bool = False,
-             gain: float = 1.0, lead_s: float = 0.0) -> bool:
+    def feed(
+        self,
+        audio: np.ndarray,
+        rate: int,
+        position: Position,
+        *,
+        speech: bool = False,
+        gain: float = 1.0,
+        lead_s: float = 0.0,
+    ) -> bool:
         """Queue audio at its level ``gain``; ``speech`` marks synthesized speech (a deadline fallback
         then no longer applies, unless that speech is held and not yet begun).
 
@@ -109,7 +117,13 @@ class PlaybackJob:
                 self._pieces.put(JobEnd(reason))
 
     def take_over(
-        self, audio: np.ndarray, rate: int, position: Position, *, before_speech: bool, times: int = 1,
+        self,
+        audio: np.ndarray,
+        rate: int,
+        position: Position,
+        *,
+        before_speech: bool,
+        times: int = 1,
         gain: float = 1.0,
     ) -> bool:
         """Play ``audio`` (a fallback clip, at its level ``gain``) ``times`` times and end the job;

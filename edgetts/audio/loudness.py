@@ -64,9 +64,7 @@ def gain_for(audio: np.ndarray, rate: int, target_dbfs: float) -> float:
 
 def normalized(audio: np.ndarray, rate: int, target_dbfs: float) -> np.ndarray:
     """``audio`` brought to ``target_dbfs`` (float32)."""
-    return (np.asarray(audio, dtype=np.float32) * np.float32(gain_for(audio, rate, target_dbfs))).astype(
-        np.float32
-    )
+    return (np.asarray(audio, dtype=np.float32) * np.float32(gain_for(audio, rate, target_dbfs))).astype(np.float32)
 
 
 __all__ = ["loudness_dbfs", "gain_for", "normalized", "BLOCK_S", "PEAK_CEILING"]

@@ -215,8 +215,16 @@ class Player:
                 self._device_down(str(exc))
             outcome, reason = "failed", str(exc)
         dry = writer[0] if writer else None
-        self._report(PlayerReport(job, outcome, reason=reason, position=job.position,
-                                  underruns=dry.underruns if dry else 0, gap_ms=dry.gap_s * 1000.0 if dry else 0.0))
+        self._report(
+            PlayerReport(
+                job,
+                outcome,
+                reason=reason,
+                position=job.position,
+                underruns=dry.underruns if dry else 0,
+                gap_ms=dry.gap_s * 1000.0 if dry else 0.0,
+            )
+        )
 
     def _play_job(self, job: PlaybackJob, writer_out: list[DeviceWriter]) -> tuple[str, str | None]:
         """Play ``job`` to its end, its failure or its preemption; the outcome and its reason.
@@ -361,8 +369,16 @@ class _Stage:
             job.first_audio_mono = time.monotonic()
             if self._lead_in and not self.timed:
                 self._writer.write(job.converter.silence(self._lead_in))
-            self._report(PlayerReport(job, "started", at_mono=job.first_audio_mono, position=pos,
-                                      sync_error_ms=self.sync_error_ms, late_ms=self.late_ms))
+            self._report(
+                PlayerReport(
+                    job,
+                    "started",
+                    at_mono=job.first_audio_mono,
+                    position=pos,
+                    sync_error_ms=self.sync_error_ms,
+                    late_ms=self.late_ms,
+                )
+            )
         job.position = pos
         self._writer.write(job.converter.to_bytes(samples, gain, job.gain))
 

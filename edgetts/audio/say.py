@@ -45,8 +45,9 @@ def play_chunks(
                 stream.write(converter.to_bytes(converter.resample(c.audio, c.sample_rate)))
             held.clear()
         if held:  # the text ended during the hold: play what it has
-            stream, converter = _open_for_chunks(stream_factory, device, DeviceFormat(rate=held[0].sample_rate),
-                                                 lead_in_s)
+            stream, converter = _open_for_chunks(
+                stream_factory, device, DeviceFormat(rate=held[0].sample_rate), lead_in_s
+            )
             for c in held:
                 stream.write(converter.to_bytes(converter.resample(c.audio, c.sample_rate)))
     finally:
@@ -54,8 +55,9 @@ def play_chunks(
             stream.close()
 
 
-def _open_for_chunks(stream_factory: StreamFactory, device: str | int | None, fmt: DeviceFormat,
-                     lead_in_s: float) -> tuple[OutputStreamLike, Converter]:
+def _open_for_chunks(
+    stream_factory: StreamFactory, device: str | int | None, fmt: DeviceFormat, lead_in_s: float
+) -> tuple[OutputStreamLike, Converter]:
     stream = stream_factory(device, fmt, 1024)
     converter = Converter(fmt)
     if lead_in_s > 0:

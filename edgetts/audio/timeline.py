@@ -186,8 +186,15 @@ class DeviceClock:
 class TimedPlay:
     """One timed job's run on the audio thread: silence to the target, then the job on its timeline."""
 
-    def __init__(self, job: PlaybackJob, stage: Stage, writer: DeviceWriter, stream: OutputStreamLike,
-                 block_frames: int, clocks: Clocks) -> None:
+    def __init__(
+        self,
+        job: PlaybackJob,
+        stage: Stage,
+        writer: DeviceWriter,
+        stream: OutputStreamLike,
+        block_frames: int,
+        clocks: Clocks,
+    ) -> None:
         assert job.timed is not None
         self._job, self._stage, self._writer = job, stage, writer
         self._timed = job.timed

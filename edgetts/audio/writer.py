@@ -24,8 +24,14 @@ DEFAULT_LATENCY_S = 0.1
 class DeviceWriter:
     """Writes to the stream; paces to real time when the sink does not (ALSA null); counts underruns."""
 
-    def __init__(self, stream: OutputStreamLike, bytes_per_frame: int, rate: int, pace: bool,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        stream: OutputStreamLike,
+        bytes_per_frame: int,
+        rate: int,
+        pace: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream
         self._clock = clock
         self._pace = pace

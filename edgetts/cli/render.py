@@ -61,14 +61,18 @@ class Item:
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `edgetts render` to the `edgetts` parser."""
     p = subparsers.add_parser(
-        "render", help="pre-render phrases into the phrase cache or into named clips",
+        "render",
+        help="pre-render phrases into the phrase cache or into named clips",
         description="Pre-render fixed announcements into the daemon's phrase cache (txt: one a "
-                    "line; yaml: phrases: [...]) or into named clips (yaml: clips: {name: text}).",
+        "line; yaml: phrases: [...]) or into named clips (yaml: clips: {name: text}).",
     )
     p.add_argument("phrases", help="PHRASES.yaml or PHRASES.txt")
-    p.add_argument("--config", default=None,
-                   help=f"daemon config: voices, normalize, lexicon, cache.dir, clips.dir "
-                        f"(default {DEFAULT_CONFIG_PATH} when it exists, else the defaults)")
+    p.add_argument(
+        "--config",
+        default=None,
+        help=f"daemon config: voices, normalize, lexicon, cache.dir, clips.dir "
+        f"(default {DEFAULT_CONFIG_PATH} when it exists, else the defaults)",
+    )
     p.add_argument("--voice", default=None, help="configured voice name for items that name none")
     p.add_argument("--cache-dir", default=None, help="phrase cache folder (default: cache.dir)")
     p.add_argument("--clips-dir", default=None, help="clip folder (default: clips.dir)")
@@ -119,8 +123,11 @@ def read_items(path: Path, config: Config, default_voice: str) -> list[Item]:
         return Item(value.strip(), voice, clip, where)
 
     if path.suffix.lower() not in (".yaml", ".yml"):
-        return [item(line, f"{path}:{i}", None) for i, line in enumerate(text.splitlines(), 1)
-                if line.strip() and not line.lstrip().startswith("#")]
+        return [
+            item(line, f"{path}:{i}", None)
+            for i, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -158,8 +165,7 @@ class Progress:
         filled = self.width * done // max(1, self.total)
         label = label.replace("\n", " ")
         label = label if len(label) <= 40 else label[:39] + "…"
-        self.stream.write(f"\rrender [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{done}/{self.total} {label:<40}")
+        self.stream.write(f"\rrender [{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} {label:<40}")
         self.stream.flush()
 
     def close(self) -> None:
@@ -177,9 +183,11 @@ class Summary:
     failed: int = 0
 
     def line(self, n: int, seconds: float) -> str:
-        return (f"{n} phrases: {self.rendered} rendered, {self.cached} already cached, "
-                f"{self.clips_written} clips written, {self.clips_unchanged} clips unchanged, "
-                f"{self.failed} failed ({seconds:.1f} s)")
+        return (
+            f"{n} phrases: {self.rendered} rendered, {self.cached} already cached, "
+            f"{self.clips_written} clips written, {self.clips_unchanged} clips unchanged, "
+            f"{self.failed} failed ({seconds:.1f} s)"
+        )
 
 
 VoiceFactory = Callable[[str, Config], Voice]
@@ -190,9 +198,17 @@ def render_voice(name: str, config: Config) -> Voice:
     return load_configured_voice(config.all_voices()[name], config.text_options())
 
 
-def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_dir: Path | None, *,
-           force: bool = False, progress: Progress | None = None, err: IO[str] = sys.stderr,
-           voice_factory: VoiceFactory = render_voice) -> Summary:
+def render(
+    items: list[Item],
+    config: Config,
+    cache: PhraseCache | None,
+    clips_dir: Path | None,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    err: IO[str] = sys.stderr,
+    voice_factory: VoiceFactory = render_voice,
+) -> Summary:
     """Render ``items``; per-item failures are reported on ``err`` and counted."""
     summary = Summary()
     voices: dict[str, tuple[Voice, str]] = {}
@@ -216,8 +232,17 @@ def render(items: list[Item], config: Config, cache: PhraseCache | None, clips_d
     return summary
 
 
-def _render_item(it: Item, config: Config, text: TextOptions, voice: Voice, digest: str,
-                 cache: PhraseCache | None, clips_dir: Path | None, force: bool, summary: Summary) -> None:
+def _render_item(
+    it: Item,
+    config: Config,
+    text: TextOptions,
+    voice: Voice,
+    digest: str,
+    cache: PhraseCache | None,
+    clips_dir: Path | None,
+    force: bool,
+    summary: Summary,
+) -> None:
     settings = voice_synthesis_config(config.all_voices()[it.voice])
     # once, as the daemon's admission does: by the voice, in its language (bad SSML: SSMLError;
     # a script it cannot speak: UnspeakableTextError)
@@ -273,8 +298,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise EdgeTTSError(f"unknown voice {voice!r} (configured: {', '.join(config.all_voices())})")
     items = read_items(Path(args.phrases), config, voice)
     cache_dir = Path(args.cache_dir) if args.cache_dir else config.cache.resolved_dir()
-    clips_dir = Path(args.clips_dir) if args.clips_dir else (
-        Path(config.clips.dir) if config.clips.dir else None)
+    clips_dir = Path(args.clips_dir) if args.clips_dir else (Path(config.clips.dir) if config.clips.dir else None)
     if cache_dir is None and any(it.clip is None for it in items):
         raise EdgeTTSError("no phrase cache to render into: set cache.dir in the config or --cache-dir")
     if clips_dir is None and any(it.clip is not None for it in items):

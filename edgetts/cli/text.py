@@ -45,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     """Print the spoken form of ``args.text``; 2 with one error line for bad SSML."""
     text = sys.stdin.read() if args.text == "-" else args.text
-    overrides = {
-        k: v for k, v in (("time_24h", args.time_24h), ("date_order", args.date_order)) if v
-    }
+    overrides = {k: v for k, v in (("time_24h", args.time_24h), ("date_order", args.date_order)) if v}
     options = NormalizeOptions.from_mapping(overrides)
     as_ssml = True if args.ssml else None
     try:

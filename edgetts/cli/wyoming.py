@@ -22,10 +22,14 @@ _LOGGER = logging.getLogger(__name__)
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `edgetts wyoming` to the `edgetts` parser."""
     p = subparsers.add_parser("wyoming", help="serve the configured voices to Wyoming clients (Home Assistant)")
-    p.add_argument("--uri", default=None, help="tcp://HOST:PORT or unix:///path (default: wyoming/uri, "
-                   "tcp://0.0.0.0:10200)")
-    p.add_argument("--config", default=None,
-                   help=f"config file whose voices are served (default {DEFAULT_CONFIG_PATH} if it exists)")
+    p.add_argument(
+        "--uri", default=None, help="tcp://HOST:PORT or unix:///path (default: wyoming/uri, tcp://0.0.0.0:10200)"
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help=f"config file whose voices are served (default {DEFAULT_CONFIG_PATH} if it exists)",
+    )
     p.add_argument("--zeroconf", action="store_true", help="advertise over mDNS (_wyoming._tcp.local.)")
     p.add_argument("--max-jobs", type=int, default=None, help="syntheses at once (default wyoming/max_jobs)")
     p.set_defaults(func=cmd_wyoming)
@@ -60,10 +64,13 @@ def cmd_wyoming(args: argparse.Namespace) -> int:
     side.start_worker()
     zeroconf = args.zeroconf or settings.zeroconf
     server = WyomingServer(
-        args.uri or settings.uri, lambda: assets, side,
+        args.uri or settings.uri,
+        lambda: assets,
+        side,
         limits=Limits(settings.max_header_bytes, settings.max_payload_bytes),
         zeroconf_name=(settings.zeroconf_name or f"edgetts-{config.device.id}") if zeroconf else None,
-        max_jobs=jobs, backlog=settings.backlog,
+        max_jobs=jobs,
+        backlog=settings.backlog,
     )
     # A SimpleQueue, not an Event: the handler runs inside the main thread's wait, and only a
     # reentrant put cannot deadlock on a lock that wait holds.

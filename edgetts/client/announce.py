@@ -72,8 +72,7 @@ def target_topic(config: Config, to: str) -> tuple[str, str | None, str | None]:
     raise PayloadError(f"--to must be device/<id>, group/<name> or all (got {to!r})")
 
 
-def member_statuses(config: Config, device: str | None, group: str | None,
-                    timeout: float) -> dict[str, dict[str, Any]]:
+def member_statuses(config: Config, device: str | None, group: str | None, timeout: float) -> dict[str, dict[str, Any]]:
     """The retained statuses of the online devices the target reaches."""
     fleet = read_fleet(config, timeout=timeout)
     online = [m for m in fleet if m.status.get("state") == "online"]
@@ -87,8 +86,16 @@ def members(config: Config, device: str | None, group: str | None, timeout: floa
     return list(member_statuses(config, device, group, timeout))
 
 
-def announce(config: Config, payload: dict[str, Any], to: str = "", *, wait: bool = True,
-             timeout: float = 60.0, sync: bool = False, lead: float | None = None) -> Outcome:
+def announce(
+    config: Config,
+    payload: dict[str, Any],
+    to: str = "",
+    *,
+    wait: bool = True,
+    timeout: float = 60.0,
+    sync: bool = False,
+    lead: float | None = None,
+) -> Outcome:
     """Publish ``payload`` (an id is added when it has none) to ``to`` (default: this config's device)
     and, with ``wait``, follow the events until every expected device ended it or ``timeout``.
 
@@ -121,8 +128,9 @@ def announce(config: Config, payload: dict[str, Any], to: str = "", *, wait: boo
                 done.set()
 
     subscribed = threading.Event()
-    client = reader(config, "announce", f"{config.mqtt.topic_prefix}/+/events", on_message,
-                    lambda *_a: subscribed.set())
+    client = reader(
+        config, "announce", f"{config.mqtt.topic_prefix}/+/events", on_message, lambda *_a: subscribed.set()
+    )
     try:
         subscribed.wait(5.0)  # subscribed before publishing: no event can slip past
         client.publish(topic, json.dumps(payload), qos=1).wait_for_publish(5.0)

@@ -41,7 +41,7 @@ class _Collector:
         self.lock = threading.Lock()
 
     def on_message(self, _client: Any, _userdata: Any, msg: mqtt.MQTTMessage) -> None:
-        device = msg.topic[len(self.prefix) + 1:-len("/status")]
+        device = msg.topic[len(self.prefix) + 1 : -len("/status")]
         try:
             member = Member(device, dict(json.loads(msg.payload)))
         except (ValueError, TypeError) as exc:
@@ -58,8 +58,13 @@ def read_fleet(config: Config, *, settle_s: float = 0.5, timeout: float = 5.0) -
     """The devices under ``config``'s topic prefix, by id; MqttSetupError if the broker is unreachable."""
     m = config.mqtt
     collect = _Collector(m.topic_prefix)
-    client = reader(config, "fleet", f"{m.topic_prefix}/+/status", collect.on_message,
-                    lambda c, u, mid, rc, props: collect.subscribed.set())
+    client = reader(
+        config,
+        "fleet",
+        f"{m.topic_prefix}/+/status",
+        collect.on_message,
+        lambda c, u, mid, rc, props: collect.subscribed.set(),
+    )
     try:
         end = time.monotonic() + timeout
         if not collect.subscribed.wait(timeout):
@@ -90,11 +95,18 @@ def table(members: list[Member]) -> list[str]:
         st = member.status
         degraded = ", ".join(str(d.get("what")) for d in st.get("degraded", []) if isinstance(d, dict))
         last = st.get("last") if isinstance(st.get("last"), dict) else None
-        rows.append((
-            member.device, str(st.get("state", "?")) if member.problem is None else "unreadable",
-            str(st.get("version", "")), str(st.get("voice", "")), ",".join(map(str, st.get("groups", []))) or "-",
-            _clock(st), degraded or "-", f"{last['id']} {last['event']}" if last else "-",
-        ))
+        rows.append(
+            (
+                member.device,
+                str(st.get("state", "?")) if member.problem is None else "unreadable",
+                str(st.get("version", "")),
+                str(st.get("voice", "")),
+                ",".join(map(str, st.get("groups", []))) or "-",
+                _clock(st),
+                degraded or "-",
+                f"{last['id']} {last['event']}" if last else "-",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 

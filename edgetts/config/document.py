@@ -92,8 +92,10 @@ class Config:
             if target == name:
                 raise FieldError(path + ("degrade_to",), "names this voice itself")
             if not target.endswith(".onnx"):
-                raise FieldError(path + ("degrade_to",), f"{target[:80]!r} is neither a configured voice "
-                                 f"({', '.join(names)}) nor a path to an .onnx file")
+                raise FieldError(
+                    path + ("degrade_to",),
+                    f"{target[:80]!r} is neither a configured voice ({', '.join(names)}) nor a path to an .onnx file",
+                )
 
     # -- derived values, so no caller recomputes them differently
     def text_options(self) -> TextOptions:

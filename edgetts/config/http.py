@@ -97,8 +97,11 @@ class HttpSettings:
         if self.password_credential is not None and "/" in self.password_credential:
             raise FieldError(("password_credential",), "a credential name has no '/'")
         if not self.has_credentials and not is_loopback(host):
-            raise FieldError(("listen",), f"{host!r} is not a loopback address: without password_file, "
-                             "password_credential or tokens_file the console binds to loopback only")
+            raise FieldError(
+                ("listen",),
+                f"{host!r} is not a loopback address: without password_file, "
+                "password_credential or tokens_file the console binds to loopback only",
+            )
         if not 60 <= self.session_ttl_s <= 30 * 86400:
             raise FieldError(("session_ttl_s",), "must be 60 s to 30 days")
         if not 1024 <= self.max_body_bytes <= 16 * 2**20:

@@ -54,14 +54,22 @@ class VoiceRuntime:
 VoiceLoader = Callable[[VoiceModelSettings, TextOptions, VoiceRuntime], Voice]
 
 
-def load_configured_voice(settings: VoiceModelSettings, text: TextOptions,
-                          runtime: VoiceRuntime = VoiceRuntime()) -> Voice:
+def load_configured_voice(
+    settings: VoiceModelSettings, text: TextOptions, runtime: VoiceRuntime = VoiceRuntime()
+) -> Voice:
     """The real voice loader (edgetts.voice.catalog), as the daemon and `edgetts render` use it."""
     from edgetts.voice.catalog import load_voice  # onnxruntime: only when a voice is loaded
 
-    return load_voice(settings.model, threads=settings.threads, text=text, cores=runtime.cores,
-                      lock=runtime.lock, streaming=settings.streaming,
-                      fast_start_ids=settings.fast_start_ids, max_sentence_ids=settings.max_sentence_ids)
+    return load_voice(
+        settings.model,
+        threads=settings.threads,
+        text=text,
+        cores=runtime.cores,
+        lock=runtime.lock,
+        streaming=settings.streaming,
+        fast_start_ids=settings.fast_start_ids,
+        max_sentence_ids=settings.max_sentence_ids,
+    )
 
 
 @dataclass(frozen=True)
@@ -201,19 +209,34 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         files, errors = _load_files(config, text, loading, previous)
         keep |= set(files) & set(previous.variants)
         same_cache = config.cache == previous.config.cache
-        kept = ({n: v for n, v in previous.level_dbfs.items() if n in keep},
-                {n: v for n, v in previous.digest.items() if n in keep and same_cache},
-                {n: v for n, v in previous.speed_cost.items() if n in keep})
+        kept = (
+            {n: v for n, v in previous.level_dbfs.items() if n in keep},
+            {n: v for n, v in previous.digest.items() if n in keep and same_cache},
+            {n: v for n, v in previous.speed_cost.items() if n in keep},
+        )
         level, digest, cost = _measure(config, voices, files, kept)
         if same_cache:
             cache, cache_problem = previous.cache, previous.problems.get("cache")
         else:
             cache, cache_problem = _open_cache(config)
-    assets = Assets(config, text, voices, errors, files, level, cost, digest, cache=cache,
-                    rules=compile_rules((r.match, r.clip) for r in config.fallback.rules))
+    assets = Assets(
+        config,
+        text,
+        voices,
+        errors,
+        files,
+        level,
+        cost,
+        digest,
+        cache=cache,
+        rules=compile_rules((r.match, r.clip) for r in config.fallback.rules),
+    )
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
-    problems = {"voice": "; ".join(errors.values()) or None, "clips": _clip_problem(config, clips),
-                "cache": cache_problem}
+    problems = {
+        "voice": "; ".join(errors.values()) or None,
+        "clips": _clip_problem(config, clips),
+        "cache": cache_problem,
+    }
     return replace(assets, clips=clips, problems=problems)
 
 
@@ -230,8 +253,9 @@ def _load_tolerant(config: Config, text: TextOptions, loading: Loading) -> tuple
     return voices, errors
 
 
-def _reload_voices(config: Config, text: TextOptions, loading: Loading, previous: Assets
-                   ) -> tuple[dict[str, Voice], set[str]]:
+def _reload_voices(
+    config: Config, text: TextOptions, loading: Loading, previous: Assets
+) -> tuple[dict[str, Voice], set[str]]:
     """Voices (loaded or kept) for a reload to ``config``, and the names of those kept."""
     old = previous.config
     old_voices, new_voices = old.all_voices(), config.all_voices()
@@ -246,8 +270,9 @@ def _same_text(old: Config, new: Config) -> bool:
     return (old.normalize, old.lexicon) == (new.normalize, new.lexicon)
 
 
-def _load_files(config: Config, text: TextOptions, loading: Loading, previous: Assets | None
-                ) -> tuple[dict[str, Voice], dict[str, str]]:
+def _load_files(
+    config: Config, text: TextOptions, loading: Loading, previous: Assets | None
+) -> tuple[dict[str, Voice], dict[str, str]]:
     """The .onnx degrade_to variants, and why each that did not load failed (on reload: raises)."""
     todo = file_variants(config)
     files: dict[str, Voice] = {}
@@ -347,6 +372,16 @@ def memory_problem(config: Config, voices: dict[str, Voice]) -> str | None:
 
 
 __all__ = [
-    "CALIBRATION_TEXT", "FALLBACK_RATE", "Assets", "Loading", "VoiceLoader", "VoiceRuntime", "build_assets",
-    "calibrate", "load_configured_voice", "load_voices", "measure_voice", "memory_problem",
+    "CALIBRATION_TEXT",
+    "FALLBACK_RATE",
+    "Assets",
+    "Loading",
+    "VoiceLoader",
+    "VoiceRuntime",
+    "build_assets",
+    "calibrate",
+    "load_configured_voice",
+    "load_voices",
+    "measure_voice",
+    "memory_problem",
 ]

@@ -33,19 +33,37 @@ class Events:
         """The broker link (made at start-up, after the assets: its Last Will names the voice)."""
         self._link = link
 
-    def publish(self, ident: str, event: str, reason: str | None = None,
-                latency_ms: float | None = None, ts: float | None = None, **more: Any) -> None:
+    def publish(
+        self,
+        ident: str,
+        event: str,
+        reason: str | None = None,
+        latency_ms: float | None = None,
+        ts: float | None = None,
+        **more: Any,
+    ) -> None:
         # An id or a reason may quote the payload: escaped, so it can split no log line and
         # always encodes as UTF-8 (a lone surrogate once crashed the daemon here, issue 13).
         ident = escape(ident, 160)
         reason = None if reason is None else escape(reason, 1000)
         if isinstance(more.get("detail"), str):
             more["detail"] = escape(more["detail"], 1000)
-        ev = Event(id=ident, event=event, ts=time.time() if ts is None else ts,  # type: ignore[arg-type]
-                   reason=reason, latency_ms=latency_ms, **more)
+        ev = Event(
+            id=ident,
+            event=event,  # type: ignore[arg-type]
+            ts=time.time() if ts is None else ts,
+            reason=reason,
+            latency_ms=latency_ms,
+            **more,
+        )
         log = _LOGGER.warning if event in _WARNINGS else _LOGGER.info
-        log("%s %s%s%s", event, ident, f": {reason}" if reason else "",
-            f" ({more['detail']})" if more.get("detail") else "")
+        log(
+            "%s %s%s%s",
+            event,
+            ident,
+            f": {reason}" if reason else "",
+            f" ({more['detail']})" if more.get("detail") else "",
+        )
         self._link.publish_event(ev)
         self._health.note_event(ev.id, event, ev.ts)
         self._health.changed()

@@ -81,9 +81,17 @@ class Health:
         changed, self._changed = self._changed, False
         return changed
 
-    def status(self, state: str, *, voice: str, queue_depth: int, voices: tuple[str, ...],
-               current: str | None, keepalive: dict[str, float] | None,
-               speed: dict[str, Any] | None = None) -> Status:
+    def status(
+        self,
+        state: str,
+        *,
+        voice: str,
+        queue_depth: int,
+        voices: tuple[str, ...],
+        current: str | None,
+        keepalive: dict[str, float] | None,
+        speed: dict[str, Any] | None = None,
+    ) -> Status:
         """The retained status as of now."""
         return Status(
             state=state,  # type: ignore[arg-type]

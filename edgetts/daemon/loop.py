@@ -119,8 +119,9 @@ class DaemonOptions:
 class Daemon:
     """Owns the queue, the announcement playing, the assets (voices, clips, cache) and the config."""
 
-    def __init__(self, config: Config, config_path: str | os.PathLike[str] | None = None,
-                 options: DaemonOptions | None = None) -> None:
+    def __init__(
+        self, config: Config, config_path: str | os.PathLike[str] | None = None, options: DaemonOptions | None = None
+    ) -> None:
         self.config_path = None if config_path is None else Path(config_path)
         self._opts = options or DaemonOptions()
         self._notifier = self._opts.notifier or Notifier()
@@ -128,8 +129,9 @@ class Daemon:
         self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._assets = Assets(config)
         self._health = Health(config.device.groups)
-        self.scheduler = Scheduler(config.queue.max_length, config.queue.dedup_window_s,
-                                   open_dedup_memory(config.queue, self._health))
+        self.scheduler = Scheduler(
+            config.queue.max_length, config.queue.dedup_window_s, open_dedup_memory(config.queue, self._health)
+        )
         self._events = Events(self._health)
         self._journal = IntakeJournal(journal_folder(config.mqtt.journal_dir))  # start-up config, as mqtt/*
         # Placement is decided once, from the start-up config (a change needs a restart).
@@ -138,11 +140,14 @@ class Daemon:
             self._health.set("cpu", self._cpu.problem)
         # On the synthesis thread when idle; the assets are swapped whole on reload, so it
         # sees the old or the new ones, never half of either.
-        keepalive = Keepalive(config.keepalive.interval_s, lambda: keepalive_run(
-            self._assets.default_voice, self._assets.config.voice.name, self._inbox.put))
+        keepalive = Keepalive(
+            config.keepalive.interval_s,
+            lambda: keepalive_run(self._assets.default_voice, self._assets.config.voice.name, self._inbox.put),
+        )
         self._side = ClientSynthesis(SIDE_LIMIT, SIDE_BACKLOG)
-        self._synth = Synthesizer(self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive,
-                                  side=self._side)
+        self._synth = Synthesizer(
+            self._inbox.put, setup=self._setup_synthesis_thread, keepalive=keepalive, side=self._side
+        )
         self._feed = EventFeed()
         self._services = Services(self._opts.services(config), self._health)
         self._playout = Playout(self.scheduler, self._synth, self._events, self._health, lambda: self._assets)
@@ -199,22 +204,38 @@ class Daemon:
         # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
         self._use(build_assets(self.config, self._loading()))
         # Built (password resolved) before any thread starts: a bad credential ends here.
-        self._link = TapLink(self._opts.link_factory(
-            self.config, on_message=self._inbox.put,
-            on_connection=lambda ok, why: self._inbox.put(_Connection(ok, why)),
-            offline_status=self._status("offline"),
-        ), self._feed)
+        self._link = TapLink(
+            self._opts.link_factory(
+                self.config,
+                on_message=self._inbox.put,
+                on_connection=lambda ok, why: self._inbox.put(_Connection(ok, why)),
+                offline_status=self._status("offline"),
+            ),
+            self._feed,
+        )
         self._events.attach(self._link)
         self._start_threads(player_settings(self.config, self._assets.default_rate))
-        self._services.start(ServiceContext.of_daemon(
-            f"{self.config.base_topic}/announce", lambda: self._assets, self._inbox.put, self._side, self._feed,
-            self._link, self.scheduler.snapshot))
+        self._services.start(
+            ServiceContext.of_daemon(
+                f"{self.config.base_topic}/announce",
+                lambda: self._assets,
+                self._inbox.put,
+                self._side,
+                self._feed,
+                self._link,
+                self.scheduler.snapshot,
+            )
+        )
         default = self._assets.default_voice
         freeze_startup_heap()  # a full collection must not hold the GIL from the audio thread
-        self._notifier.ready(f"ready: voice {default.name}, waiting for announcements" if default is not None
-                             else "ready on clips only: the default voice did not load")
-        _LOGGER.info("edgetts %s ready: voices %s; %d clips", __version__,
-                     ", ".join(self.voices) or "none", len(self.clips))
+        self._notifier.ready(
+            f"ready: voice {default.name}, waiting for announcements"
+            if default is not None
+            else "ready on clips only: the default voice did not load"
+        )
+        _LOGGER.info(
+            "edgetts %s ready: voices %s; %d clips", __version__, ", ".join(self.voices) or "none", len(self.clips)
+        )
         try:
             self._loop()
         finally:
@@ -306,8 +327,9 @@ class Daemon:
 
     # ------------------------------------------------------------ assets
     def _loading(self) -> Loading:
-        return Loading(self._opts.voice_loader, VoiceRuntime(self._cpu.cores, self.config.memory.lock),
-                       self._cpu.threads)
+        return Loading(
+            self._opts.voice_loader, VoiceRuntime(self._cpu.cores, self.config.memory.lock), self._cpu.threads
+        )
 
     def _use(self, assets: Assets) -> None:
         """Swap in ``assets`` (for the next announcement; the one playing keeps its voice object)."""
@@ -371,7 +393,8 @@ class Daemon:
         return self._health.status(
             state,
             voice=default.name if default is not None else assets.config.voice.model,
-            queue_depth=len(self.scheduler), voices=tuple(assets.voices),
+            queue_depth=len(self.scheduler),
+            voices=tuple(assets.voices),
             current=current.entry.id if current is not None else None,
             keepalive=self._synth.keepalive.stats().to_dict() if self._synth.keepalive else None,
             speed=self._playout.degrade.status(assets),

@@ -61,8 +61,9 @@ def refused(exc: ConfigError) -> str:
     return f"reload refused, old config in force: {exc.problems[0]}{more}"
 
 
-def load_beside(config: Config, note: str | None, loading: Loading, previous: Assets,
-                post: Callable[[Any], None]) -> None:
+def load_beside(
+    config: Config, note: str | None, loading: Loading, previous: Assets, post: Callable[[Any], None]
+) -> None:
     """Build ``config``'s assets on a thread of their own and ``post`` an AssetsLoaded."""
 
     def load() -> None:

@@ -107,13 +107,24 @@ class Status:
         if obj.get("state") not in cls.STATES:
             raise PayloadError(f"unknown state {obj.get('state')!r}")
         return cls(
-            state=obj["state"], version=obj["version"], voice=obj["voice"],
-            queue_depth=int(obj.get("queue_depth", 0)), locked_bytes=int(obj.get("locked_bytes", 0)),
+            state=obj["state"],
+            version=obj["version"],
+            voice=obj["voice"],
+            queue_depth=int(obj.get("queue_depth", 0)),
+            locked_bytes=int(obj.get("locked_bytes", 0)),
             degraded=tuple(Degraded(d["what"], d["reason"]) for d in obj.get("degraded", [])),
-            voices=tuple(obj.get("voices", ())), current=obj.get("current"),
-            ts=float(obj.get("ts", 0.0)), keepalive=obj.get("keepalive"), underruns=int(obj.get("underruns", 0)),
-            gap_ms=float(obj.get("gap_ms", 0.0)), rtf_1min=obj.get("rtf_1min"), speed=obj.get("speed"),
-            groups=tuple(obj.get("groups", ())), clock=obj.get("clock"), last=obj.get("last"))
+            voices=tuple(obj.get("voices", ())),
+            current=obj.get("current"),
+            ts=float(obj.get("ts", 0.0)),
+            keepalive=obj.get("keepalive"),
+            underruns=int(obj.get("underruns", 0)),
+            gap_ms=float(obj.get("gap_ms", 0.0)),
+            rtf_1min=obj.get("rtf_1min"),
+            speed=obj.get("speed"),
+            groups=tuple(obj.get("groups", ())),
+            clock=obj.get("clock"),
+            last=obj.get("last"),
+        )
 
 
 __all__ = ["Degraded", "Status"]

@@ -120,8 +120,7 @@ class AudioPinResult:
 AUDIO_RT_PRIORITY = 10
 
 
-def pin_audio_thread(core: int | None, *, realtime: bool = False,
-                     priority: int = AUDIO_RT_PRIORITY) -> AudioPinResult:
+def pin_audio_thread(core: int | None, *, realtime: bool = False, priority: int = AUDIO_RT_PRIORITY) -> AudioPinResult:
     """Call on the audio thread: pin it to ``core`` and optionally make it SCHED_FIFO.
 
     Never raises: EPERM (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) is reported in

@@ -71,8 +71,12 @@ class ClockHealth:
     """Why it is not synchronized or unknown, in words for `degraded` and events."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"synchronized": self.synchronized, "error_ms": self.error_ms, "max_error_ms": self.max_error_ms,
-                "reason": self.reason}
+        return {
+            "synchronized": self.synchronized,
+            "error_ms": self.error_ms,
+            "max_error_ms": self.max_error_ms,
+            "reason": self.reason,
+        }
 
 
 @functools.cache

@@ -51,9 +51,7 @@ class CpuPlan:
         return "; ".join(problems) or None
 
 
-def plan_cpu(
-    settings: CpuSettings, sysfs: Path | str = "/sys", allowed: Iterable[int] | None = None
-) -> CpuPlan:
+def plan_cpu(settings: CpuSettings, sysfs: Path | str = "/sys", allowed: Iterable[int] | None = None) -> CpuPlan:
     """The placement `settings` asks for on this machine.
 
     `auto` pins only where it matters: on a big.LITTLE board (the big cores),

@@ -20,33 +20,76 @@ ENGLISH = "en"
 
 # Unicode character-name prefixes that name a script (the first word of unicodedata.name).
 _SCRIPT_OF_NAME = {
-    "LATIN": "Latin", "CYRILLIC": "Cyrillic", "GREEK": "Greek", "ARMENIAN": "Armenian",
-    "GEORGIAN": "Georgian", "HEBREW": "Hebrew", "ARABIC": "Arabic", "DEVANAGARI": "Devanagari",
-    "BENGALI": "Bengali", "GURMUKHI": "Gurmukhi", "GUJARATI": "Gujarati", "ORIYA": "Oriya",
-    "TAMIL": "Tamil", "TELUGU": "Telugu", "KANNADA": "Kannada", "MALAYALAM": "Malayalam",
-    "SINHALA": "Sinhala", "THAI": "Thai", "LAO": "Lao", "TIBETAN": "Tibetan", "MYANMAR": "Myanmar",
-    "KHMER": "Khmer", "ETHIOPIC": "Ethiopic", "CHEROKEE": "Cherokee", "HANGUL": "Hangul",
-    "HIRAGANA": "Kana", "KATAKANA": "Kana", "CJK": "Han", "BOPOMOFO": "Bopomofo",
+    "LATIN": "Latin",
+    "CYRILLIC": "Cyrillic",
+    "GREEK": "Greek",
+    "ARMENIAN": "Armenian",
+    "GEORGIAN": "Georgian",
+    "HEBREW": "Hebrew",
+    "ARABIC": "Arabic",
+    "DEVANAGARI": "Devanagari",
+    "BENGALI": "Bengali",
+    "GURMUKHI": "Gurmukhi",
+    "GUJARATI": "Gujarati",
+    "ORIYA": "Oriya",
+    "TAMIL": "Tamil",
+    "TELUGU": "Telugu",
+    "KANNADA": "Kannada",
+    "MALAYALAM": "Malayalam",
+    "SINHALA": "Sinhala",
+    "THAI": "Thai",
+    "LAO": "Lao",
+    "TIBETAN": "Tibetan",
+    "MYANMAR": "Myanmar",
+    "KHMER": "Khmer",
+    "ETHIOPIC": "Ethiopic",
+    "CHEROKEE": "Cherokee",
+    "HANGUL": "Hangul",
+    "HIRAGANA": "Kana",
+    "KATAKANA": "Kana",
+    "CJK": "Han",
+    "BOPOMOFO": "Bopomofo",
 }
 # Scripts of the languages espeak-ng reads that are not written in Latin letters.
 _LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
-    **{code: frozenset({"Cyrillic"}) for code in ("ru", "uk", "be", "bg", "mk", "sr", "kk", "ky", "tt",
-                                                   "ba", "cv", "mn")},
+    **{
+        code: frozenset({"Cyrillic"})
+        for code in ("ru", "uk", "be", "bg", "mk", "sr", "kk", "ky", "tt", "ba", "cv", "mn")
+    },
     **{code: frozenset({"Greek"}) for code in ("el", "grc")},
     **{code: frozenset({"Arabic"}) for code in ("ar", "fa", "ur", "ug", "sd", "ps")},
     **{code: frozenset({"Devanagari"}) for code in ("hi", "mr", "ne", "sa", "kok", "bpy")},
     **{code: frozenset({"Bengali"}) for code in ("bn", "as")},
     **{code: frozenset({"Han", "Bopomofo"}) for code in ("cmn", "yue", "hak", "zh")},
-    "ja": frozenset({"Kana", "Han"}), "ko": frozenset({"Hangul", "Han"}), "hy": frozenset({"Armenian"}),
-    "ka": frozenset({"Georgian"}), "he": frozenset({"Hebrew"}), "pa": frozenset({"Gurmukhi"}),
-    "gu": frozenset({"Gujarati"}), "or": frozenset({"Oriya"}), "ta": frozenset({"Tamil"}),
-    "te": frozenset({"Telugu"}), "kn": frozenset({"Kannada"}), "ml": frozenset({"Malayalam"}),
-    "si": frozenset({"Sinhala"}), "th": frozenset({"Thai"}), "my": frozenset({"Myanmar"}),
-    "am": frozenset({"Ethiopic"}), "chr": frozenset({"Cherokee"}),
+    "ja": frozenset({"Kana", "Han"}),
+    "ko": frozenset({"Hangul", "Han"}),
+    "hy": frozenset({"Armenian"}),
+    "ka": frozenset({"Georgian"}),
+    "he": frozenset({"Hebrew"}),
+    "pa": frozenset({"Gurmukhi"}),
+    "gu": frozenset({"Gujarati"}),
+    "or": frozenset({"Oriya"}),
+    "ta": frozenset({"Tamil"}),
+    "te": frozenset({"Telugu"}),
+    "kn": frozenset({"Kannada"}),
+    "ml": frozenset({"Malayalam"}),
+    "si": frozenset({"Sinhala"}),
+    "th": frozenset({"Thai"}),
+    "my": frozenset({"Myanmar"}),
+    "am": frozenset({"Ethiopic"}),
+    "chr": frozenset({"Cherokee"}),
 }
 # BCP 47 primary tags whose espeak-ng voice has another name.
-_ESPEAK_ALIASES = {"zh": "cmn", "zh-cn": "cmn", "zh-tw": "cmn", "zh-sg": "cmn", "zh-hk": "yue",
-                   "zh-yue": "yue", "nb": "nb", "iw": "he"}
+_ESPEAK_ALIASES = {
+    "zh": "cmn",
+    "zh-cn": "cmn",
+    "zh-tw": "cmn",
+    "zh-sg": "cmn",
+    "zh-hk": "yue",
+    "zh-yue": "yue",
+    "nb": "nb",
+    "iw": "he",
+}
 
 
 def language_of(espeak_voice: str) -> str:

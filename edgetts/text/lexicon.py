@@ -46,15 +46,11 @@ class Lexicon:
     def from_mapping(cls, data: Mapping[str, object]) -> Lexicon:
         """Validate a ``lexicon:`` mapping; ValueError names the offending key."""
         if not isinstance(data, Mapping):
-            raise ValueError(
-                f"lexicon: expected a mapping of word -> replacement, got {type(data).__name__}"
-            )
+            raise ValueError(f"lexicon: expected a mapping of word -> replacement, got {type(data).__name__}")
         entries: dict[str, str] = {}
         for phrase, replacement in data.items():
             if not isinstance(phrase, str) or not phrase.strip():
-                raise ValueError(
-                    f"lexicon: {phrase!r}: the word or phrase must be a non-empty string"
-                )
+                raise ValueError(f"lexicon: {phrase!r}: the word or phrase must be a non-empty string")
             if not isinstance(replacement, str) or not replacement.strip():
                 raise ValueError(f"lexicon.{phrase}: the replacement must be a non-empty string")
             if _ipa(replacement) == "":
@@ -79,9 +75,7 @@ class Lexicon:
         for m in pattern.finditer(text):
             replacement = self.entries.get(_key(m.group(0)))
             text_run.append(text[last : m.start()])
-            if (
-                replacement is None
-            ):  # a case-insensitive match whose casefold differs (rare scripts)
+            if replacement is None:  # a case-insensitive match whose casefold differs (rare scripts)
                 text_run.append(m.group(0))
                 last = m.end()
                 continue
@@ -108,7 +102,6 @@ def _compile(entries: Mapping[str, str]) -> re.Pattern[str] | None:
     # Longest first: "St Pancras International" wins over "St Pancras". Whitespace inside
     # a phrase matches any run of whitespace, as the key was collapsed the same way.
     alternatives = (
-        r"\s+".join(re.escape(word) for word in phrase.split())
-        for phrase in sorted(entries, key=len, reverse=True)
+        r"\s+".join(re.escape(word) for word in phrase.split()) for phrase in sorted(entries, key=len, reverse=True)
     )
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)

@@ -115,8 +115,14 @@ class Prepared:
 
 def prepare_text(text: str, options: TextOptions) -> Prepared:
     """``text`` prepared with ``options``, once; raises :class:`edgetts.text.ssml.SSMLError` for bad SSML."""
-    segments = prepare(text, options=options.normalize_options, lexicon=options.lexicon, ssml=options.ssml,
-                       normalize=options.normalize, language=options.language)
+    segments = prepare(
+        text,
+        options=options.normalize_options,
+        lexicon=options.lexicon,
+        ssml=options.ssml,
+        normalize=options.normalize,
+        language=options.language,
+    )
     return Prepared(text, tuple(segments), options)
 
 
@@ -189,8 +195,9 @@ def _add_item(
                 lead = _LEADING_MARKS.match(piece_text)
                 if lead:
                     _attach_mark(segments, lead.group(1))
-                words = (normalize_text(piece_text, options) if normalize and english
-                         else _plain(piece_text, fold=english))
+                words = (
+                    normalize_text(piece_text, options) if normalize and english else _plain(piece_text, fold=english)
+                )
                 segments.append(Speak(words, rate, volume, lang))
 
 

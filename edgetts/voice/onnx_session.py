@@ -96,9 +96,7 @@ class RuntimeOptions:
 def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     """``SessionOptions`` for one model run by edgetts."""
     if options.optimization not in _OPT_LEVELS:
-        raise ValueError(
-            f"optimization must be one of {', '.join(_OPT_LEVELS)}, not {options.optimization!r}"
-        )
+        raise ValueError(f"optimization must be one of {', '.join(_OPT_LEVELS)}, not {options.optimization!r}")
     threads = options.resolved_threads()
     if threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
@@ -150,8 +148,9 @@ class Runs:
         self._lock = threading.Lock()
         self._running: set[ort.RunOptions] = set()
 
-    def run(self, session: ort.InferenceSession, outputs: list[str] | None,
-            feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def run(
+        self, session: ort.InferenceSession, outputs: list[str] | None, feeds: dict[str, np.ndarray]
+    ) -> list[np.ndarray]:
         size = max((v.shape[-1] for v in feeds.values() if getattr(v, "ndim", 0) >= 2), default=None)
         run = run_options(self._options, size)
         with self._lock:
@@ -247,8 +246,9 @@ def _source(model: Path, transform: GraphTransform | None) -> str | bytes:
     return str(model) if changed is None else changed
 
 
-def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path,
-                 transform: GraphTransform | None) -> ort.InferenceSession:
+def _load_cached(
+    model: Path, options: RuntimeOptions, cache_dir: Path, transform: GraphTransform | None
+) -> ort.InferenceSession:
     """Load the optimised form of ``model`` from ``cache_dir``, making it on first use (one process
     at a time per model file: another's clean-up of stale forms must not delete the one loading)."""
     variant = "" if transform is None else transform.tag
@@ -257,8 +257,9 @@ def _load_cached(model: Path, options: RuntimeOptions, cache_dir: Path,
         return _load_or_make(model, options, cached, transform)
 
 
-def _load_or_make(model: Path, options: RuntimeOptions, cached: Path,
-                  transform: GraphTransform | None) -> ort.InferenceSession:
+def _load_or_make(
+    model: Path, options: RuntimeOptions, cached: Path, transform: GraphTransform | None
+) -> ort.InferenceSession:
     cache_dir = cached.parent
     if cached.is_file():
         so = session_options(replace(options, optimization="disable"))
@@ -285,8 +286,7 @@ def _load_or_make(model: Path, options: RuntimeOptions, cached: Path,
         # made from bytes keeps them for good (onnxruntime's InferenceSession holds its
         # model bytes: 75 MB of RSS more after a cold load of the seeded joe voice).
         del session, source
-        return _new_session(str(cached), session_options(replace(options, optimization="disable")),
-                            lock=options.lock)
+        return _new_session(str(cached), session_options(replace(options, optimization="disable")), lock=options.lock)
     return session
 
 

@@ -109,7 +109,7 @@ def test_play_chunks_holds_the_first_write_for_the_lead_and_synthesizes_meanwhil
     def chunks(lead_s: float, n: int) -> Iterator[AudioChunk]:
         for i in range(n):
             produced.append(time.monotonic())
-            yield AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0, lead_s=lead_s if i == 0 else 0.0)
+            yield AudioChunk(_noise()[i * 500 : (i + 1) * 500], 16000, 0, lead_s=lead_s if i == 0 else 0.0)
             time.sleep(0.1)  # the synthesis of the next chunk
 
     play_chunks(chunks(0.35, 6), factory)
@@ -117,8 +117,9 @@ def test_play_chunks_holds_the_first_write_for_the_lead_and_synthesizes_meanwhil
     assert opened_at[0] - produced[0] >= 0.35
     assert sum(1 for t in produced if t < opened_at[0]) >= 3
     played = np.frombuffer(bytes(opened[0].data), "<i2")
-    assert np.array_equal(played, np.concatenate([AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0).to_int16()
-                                                  for i in range(6)]))
+    assert np.array_equal(
+        played, np.concatenate([AudioChunk(_noise()[i * 500 : (i + 1) * 500], 16000, 0).to_int16() for i in range(6)])
+    )
     # A later chunk's lead, before the first one's is over, extends the wait.
     produced.clear()
     opened_at.clear()
@@ -126,7 +127,7 @@ def test_play_chunks_holds_the_first_write_for_the_lead_and_synthesizes_meanwhil
     def extended() -> Iterator[AudioChunk]:
         for i, lead in enumerate((0.2, 0.0, 0.4, 0.0, 0.0, 0.0, 0.0, 0.0)):
             produced.append(time.monotonic())
-            yield AudioChunk(_noise()[i * 500:(i + 1) * 500], 16000, 0, lead_s=lead)
+            yield AudioChunk(_noise()[i * 500 : (i + 1) * 500], 16000, 0, lead_s=lead)
             time.sleep(0.15)  # (the text goes on past both leads)
 
     play_chunks(extended(), factory)

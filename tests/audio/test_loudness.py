@@ -57,8 +57,9 @@ def captured_level(pcm: np.ndarray) -> float:
 
 @pytest.mark.mqtt
 @pytest.mark.parametrize("target", [None, -24.0])
-def test_fallback_clip_as_loud_as_speech(daemon_rig, alsa_capture: Capture, tmp_path: Path,
-                                         target: float | None) -> None:
+def test_fallback_clip_as_loud_as_speech(
+    daemon_rig, alsa_capture: Capture, tmp_path: Path, target: float | None
+) -> None:
     clips = tmp_path / "clips"
     clips.mkdir()
     write_clip(clips / "whisper.wav", tone(500, 1.0, amp=0.05))  # about -29 dBFS as recorded
@@ -70,8 +71,11 @@ def test_fallback_clip_as_loud_as_speech(daemon_rig, alsa_capture: Capture, tmp_
     try:
         probe.wait_status(lambda s: s["state"] == "online")
         levels = {}
-        for ident, payload in (("speech", {"text": "A sentence of speech. And another one here."}),
-                               ("whisper", {"clip": "whisper"}), ("blast", {"clip": "blast"})):
+        for ident, payload in (
+            ("speech", {"text": "A sentence of speech. And another one here."}),
+            ("whisper", {"clip": "whisper"}),
+            ("blast", {"clip": "blast"}),
+        ):
             start = alsa_capture.pcm().size
             probe.publish({"id": ident, **payload})
             probe.wait_event(ident, "finished")

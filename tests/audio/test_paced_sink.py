@@ -19,8 +19,9 @@ def _tone(seconds: float, rate: int = 22050) -> np.ndarray:
 
 def test_find_gaps_reports_holes_inside_the_sound_only() -> None:
     rate = 1000
-    pcm = np.concatenate([np.zeros(300), _tone(0.2, rate), np.zeros(50), _tone(0.1, rate),
-                          np.zeros(10), _tone(0.1, rate), np.zeros(400)]).astype(np.int16)
+    pcm = np.concatenate(
+        [np.zeros(300), _tone(0.2, rate), np.zeros(50), _tone(0.1, rate), np.zeros(10), _tone(0.1, rate), np.zeros(400)]
+    ).astype(np.int16)
     # The sine crosses zero now and then: no run of a sample or two is a gap at 20 ms.
     gaps = find_gaps(pcm, rate)
     assert len(gaps) == 1
@@ -50,14 +51,14 @@ def test_aplay_is_paced_and_recorded(paced_sink: PacedSink, tmp_path: Path) -> N
     assert wall >= 0.9
     loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > 1)
     assert loud.size > 0
-    heard = pcm[loud[0]: loud[-1] + 1]
+    heard = pcm[loud[0] : loud[-1] + 1]
     assert abs(len(heard) - len(tone)) <= rate * 0.01
     assert find_gaps(pcm, rate) == []
     # What reached the sink is the tone (PulseAudio may shift it by a fraction of a sample:
     # compare by correlation, not sample for sample).
     # (the 440 Hz tone repeats every ~50 samples: +-60 covers every alignment)
-    a = heard[rate // 10: rate // 10 + rate // 2].astype(np.float64)
-    b = tone[rate // 10 - 60: rate // 10 + rate // 2 + 60].astype(np.float64)
+    a = heard[rate // 10 : rate // 10 + rate // 2].astype(np.float64)
+    b = tone[rate // 10 - 60 : rate // 10 + rate // 2 + 60].astype(np.float64)
     corr = np.correlate(b, a, mode="valid") / (np.linalg.norm(a) * np.linalg.norm(b[60:-60]))
     assert float(np.max(corr)) >= 0.98
 
@@ -86,7 +87,7 @@ def test_recordings_map_a_sample_to_unix_time_whatever_parec_buffers(paced_sink:
         assert len(starts) == 2
         found = []
         for s0 in starts:
-            seg = pcm[s0 - 200: s0 + 200 + click.size].astype(np.float64)
+            seg = pcm[s0 - 200 : s0 + 200 + click.size].astype(np.float64)
             onset = s0 - 200 + int(np.argmax(np.correlate(seg, click.astype(np.float64), mode="valid")))
             found.append(rec.unix_at(onset))
         times.append(found)

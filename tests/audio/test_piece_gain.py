@@ -60,8 +60,11 @@ def test_each_piece_plays_at_its_own_gain_times_the_jobs() -> None:
         streams.append(Recording(fmt))
         return streams[-1]
 
-    player = Player(PlayerSettings(device="x", format=DeviceFormat(RATE), block_frames=256, fade_ms=5),
-                    reports.put, stream_factory=factory)
+    player = Player(
+        PlayerSettings(device="x", format=DeviceFormat(RATE), block_frames=256, fade_ms=5),
+        reports.put,
+        stream_factory=factory,
+    )
     player.start()
     rng = np.random.default_rng(7)
     # sizes that are no multiple of the block: blocks span two pieces of different gains

@@ -122,11 +122,12 @@ def _until(reports: queue.Queue[PlayerReport], kind: str, timeout: float = 20.0)
 
 def _aligned(pcm: np.ndarray, start: int, want: np.ndarray, lo: int, hi: int) -> bool:
     """pcm[start + i] == want[i] for lo <= i < hi."""
-    return bool(np.array_equal(pcm[start + lo: start + hi], want[lo:hi]))
+    return bool(np.array_equal(pcm[start + lo : start + hi], want[lo:hi]))
 
 
-def _origin(device: SimDevice, pcm: np.ndarray, want: np.ndarray, lo: int, hi: int, target_mono: float,
-            slack_s: float = 0.0002) -> int:
+def _origin(
+    device: SimDevice, pcm: np.ndarray, want: np.ndarray, lo: int, hi: int, target_mono: float, slack_s: float = 0.0002
+) -> int:
     """The frame where ``want`` starts in ``pcm`` (its samples lo..hi there, sample for sample), which
     must be the frame heard at ``target_mono``: to a sample, plus the 0.2 ms the clocks moved on
     between the Unix and the monotonic reading that converted the target."""
@@ -143,8 +144,9 @@ def _timed_job(player: Player, device: SimDevice, in_s: float, output_delay_s: f
     return job
 
 
-def _play_timed(device: SimDevice, audio: np.ndarray, in_s: float, stall_at_s: float | None = None,
-                stall_s: float = 0.0) -> tuple[PlayerReport, PlayerReport, float]:
+def _play_timed(
+    device: SimDevice, audio: np.ndarray, in_s: float, stall_at_s: float | None = None, stall_s: float = 0.0
+) -> tuple[PlayerReport, PlayerReport, float]:
     """One timed job of ``audio``, due ``in_s`` from now, played on ``device`` (the audio thread
     stalled ``stall_s`` at ``stall_at_s`` after the target, if given): its `started` and
     `finished` reports and its target (simulated monotonic time)."""
@@ -189,8 +191,6 @@ def test_first_sample_heard_at_the_target_given_the_reported_delay() -> None:
     assert started.sync_error_ms is not None and abs(started.sync_error_ms) <= 1000.0 / RATE
     assert started.late_ms == 0.0
     assert finished.underruns == 0
-
-
 
 
 class _StallsBeforeOneReading(SimDevice):
@@ -315,7 +315,7 @@ def test_a_late_piece_mid_job_is_skipped_by_what_its_time_passed_and_counted() -
     fade = int(RATE * 0.005)
     assert started.late_ms == 0.0
     origin = _origin(device, pcm, want, fade + 1, a.size, target_mono)  # a, on time
-    loud = np.flatnonzero(pcm[origin + a.size:])
+    loud = np.flatnonzero(pcm[origin + a.size :])
     resumed = a.size + int(loud[0])
     assert resumed >= a.size + int(0.15 * RATE)  # b's start, whose time had passed, was skipped
     assert _aligned(pcm, origin, want, resumed, want.size - fade)  # the rest of b in step
@@ -363,7 +363,7 @@ def test_untimed_jobs_play_as_before() -> None:
         outputs.append(device.pcm())
     lead = int(RATE * 0.010)
     assert np.array_equal(outputs[0], outputs[1])
-    assert not np.any(outputs[0][:lead]) and np.any(outputs[0][lead: lead + 10])
+    assert not np.any(outputs[0][:lead]) and np.any(outputs[0][lead : lead + 10])
     assert outputs[0].size == lead + audio.size
 
 

@@ -57,16 +57,28 @@ def _run_players(sink: PacedSink, tmp: Path, audio_path: Path, targets: list[flo
     env_base = {k: v for k, v in os.environ.items() if k != "ALSA_CAPTURE_FILE"}
     env_base["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     for k in range(3):
-        config = {"rate": RATE, "audio": str(audio_path), "targets": targets,
-                  "late_s": {str(LATE_TARGET): LATE_S} if k == LATE_PLAYER else {}}
+        config = {
+            "rate": RATE,
+            "audio": str(audio_path),
+            "targets": targets,
+            "late_s": {str(LATE_TARGET): LATE_S} if k == LATE_PLAYER else {},
+        }
         path = tmp / f"player{k}.json"
         path.write_text(json.dumps(config))
         logs.append((tmp / f"player{k}.log").open("wb"))
-        procs.append(subprocess.Popen([sys.executable, "-m", "support.timed_player", str(path)],
-                                      cwd=ROOT / "tests", env={**env_base, **sink.zone_env(k)},
-                                      stdout=subprocess.PIPE, stderr=logs[-1]))
-    stalls = [threading.Thread(target=_stall, args=(procs[k].pid, targets[i] - STALL_BEFORE_S, seconds), daemon=True)
-              for k, i, seconds in STALLS]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "support.timed_player", str(path)],
+                cwd=ROOT / "tests",
+                env={**env_base, **sink.zone_env(k)},
+                stdout=subprocess.PIPE,
+                stderr=logs[-1],
+            )
+        )
+    stalls = [
+        threading.Thread(target=_stall, args=(procs[k].pid, targets[i] - STALL_BEFORE_S, seconds), daemon=True)
+        for k, i, seconds in STALLS
+    ]
     for thread in stalls:
         thread.start()
     out = []
@@ -126,8 +138,9 @@ def test_three_players_start_together_at_play_at_and_a_late_one_joins_in_step(tm
                 assert abs(float(started[i]["sync_error_ms"])) <= TOLERANCE_MS  # type: ignore[arg-type]
     # The late joiner's audio is there only from its join, and in step with the others'.
     join = int(round(rec.index_at_unix(targets[LATE_TARGET]) + errors[LATE_TARGET, 0] * RATE / 1000.0))
-    late_ms = float(next(r for r in reports[LATE_PLAYER] if r["kind"] == "started" and r["i"] == LATE_TARGET)
-                    ["late_ms"])  # type: ignore[arg-type]
+    late_ms = float(
+        next(r for r in reports[LATE_PLAYER] if r["kind"] == "started" and r["i"] == LATE_TARGET)["late_ms"]
+    )  # type: ignore[arg-type]
     skipped = int(late_ms * RATE / 1000.0)
-    assert not np.any(np.abs(pcm[join + 50: join + skipped - 200, LATE_PLAYER].astype(np.int32)) > 1)
-    assert np.any(np.abs(pcm[join + skipped + 200: join + skipped + 400, LATE_PLAYER].astype(np.int32)) > 1)
+    assert not np.any(np.abs(pcm[join + 50 : join + skipped - 200, LATE_PLAYER].astype(np.int32)) > 1)
+    assert np.any(np.abs(pcm[join + skipped + 200 : join + skipped + 400, LATE_PLAYER].astype(np.int32)) > 1)

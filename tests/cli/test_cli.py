@@ -21,7 +21,10 @@ from support.alsa import Capture
 def edgetts(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "edgetts.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env if env is not None else dict(os.environ),
     )
 
 
@@ -101,8 +104,9 @@ def test_unreadable_voice_json(tmp_path: Path, test_voices: dict[str, Path]) -> 
     model = tmp_path / "v.onnx"
     model.write_bytes(test_voices["ok"].read_bytes())
     model.with_name("v.onnx.json").write_bytes(b"\xff\xfe not json")
-    assert_one_line_error(edgetts("synth", "Hello.", "-o", str(tmp_path / "x.wav"), "--voice", str(model)),
-                          "cannot read voice config")
+    assert_one_line_error(
+        edgetts("synth", "Hello.", "-o", str(tmp_path / "x.wav"), "--voice", str(model)), "cannot read voice config"
+    )
 
 
 def test_nothing_speakable(tmp_path: Path) -> None:
@@ -126,8 +130,9 @@ def test_say_plays_the_speech_through_alsa(alsa_capture: Capture, default_voice)
 def test_say_without_an_audio_device(no_sound_card: dict[str, str]) -> None:
     result = edgetts("say", "Hello.", env=no_sound_card)
     assert_one_line_error(result, "audio output device")
-    assert result.stderr.strip().splitlines() == [line for line in result.stderr.strip().splitlines()
-                                                  if line.startswith("edgetts:")], "library noise on stderr"
+    assert result.stderr.strip().splitlines() == [
+        line for line in result.stderr.strip().splitlines() if line.startswith("edgetts:")
+    ], "library noise on stderr"
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ def test_synth_into_a_missing_folder_prints_only_its_error(tmp_path: Path) -> No
     result = edgetts("synth", "Hello.", "-o", str(tmp_path / "no-such-dir" / "x.wav"))
     assert_one_line_error(result, "cannot write")
     assert result.stderr.strip().splitlines() == [
-        f"edgetts: error: cannot write {tmp_path / 'no-such-dir' / 'x.wav'}: No such file or directory"]
+        f"edgetts: error: cannot write {tmp_path / 'no-such-dir' / 'x.wav'}: No such file or directory"
+    ]
     assert not (tmp_path / "no-such-dir").exists()
 
 

@@ -22,8 +22,13 @@ from support.pcm import assert_played
 
 def run_render(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"}
-    res = subprocess.run([sys.executable, "-m", "edgetts.cli", "render", *args], cwd=cwd or ROOT,
-                         env=env, capture_output=True, timeout=120)  # bytes: keep the \r of the bar
+    res = subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", "render", *args],
+        cwd=cwd or ROOT,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )  # bytes: keep the \r of the bar
     return subprocess.CompletedProcess(res.args, res.returncode, res.stdout.decode(), res.stderr.decode())
 
 
@@ -31,9 +36,11 @@ def run_render(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
 def setup(tmp_path: Path, test_voices: dict[str, Path]) -> tuple[Path, Path, Path]:
     cache, clips = tmp_path / "cache", tmp_path / "clips"
     config = tmp_path / "edgetts.yaml"
-    config.write_text(f"voice:\n  model: {test_voices['ok']}\n  threads: 1\n  noise_scale: 0\n  noise_w: 0\n"
-                      f"voices:\n  other:\n    model: {test_voices['multi']}\n    speaker_id: 1\n"
-                      f"clips:\n  dir: {clips}\ncache:\n  dir: {cache}\n  max_mb: 50\n")
+    config.write_text(
+        f"voice:\n  model: {test_voices['ok']}\n  threads: 1\n  noise_scale: 0\n  noise_w: 0\n"
+        f"voices:\n  other:\n    model: {test_voices['multi']}\n    speaker_id: 1\n"
+        f"clips:\n  dir: {clips}\ncache:\n  dir: {cache}\n  max_mb: 50\n"
+    )
     return config, cache, clips
 
 
@@ -65,6 +72,7 @@ def test_render_progress_summary_and_idempotence(setup, tmp_path: Path) -> None:
     assert len(entries) == 5  # the clips' audio is cached too (so the second run is free)
     audio, rate = read_wav(clips / "fire_alarm.wav")
     assert rate == 22050 and audio.size > 1000 and np.abs(audio).max() > 0.1
+
     # (a cache hit touches the entry's mtime: the LRU order; a rewrite would make a new inode)
     def stamp(p: Path) -> tuple[int, int | None, bytes]:
         st = p.stat()
@@ -75,8 +83,9 @@ def test_render_progress_summary_and_idempotence(setup, tmp_path: Path) -> None:
     # again: nothing to do, nothing rewritten; no tty and no --progress: no bar
     second = run_render(str(phrases), "--config", str(config))
     assert second.returncode == 0, second.stderr
-    assert second.stdout.startswith("5 phrases: 0 rendered, 3 already cached, 0 clips written, 2 clips unchanged, "
-                                    "0 failed"), second.stdout
+    assert second.stdout.startswith(
+        "5 phrases: 0 rendered, 3 already cached, 0 clips written, 2 clips unchanged, 0 failed"
+    ), second.stdout
     assert "render [" not in second.stderr
     assert {p: stamp(p) for p in stamps} == stamps
     # --force renders everything again (same bytes: deterministic settings)
@@ -100,9 +109,13 @@ def test_txt_file_failures_and_errors(setup, tmp_path: Path) -> None:
         ((str(txt), "--config", str(tmp_path / "nope.yaml")), "cannot read"),
         ((str(txt), "--config", str(config), "--voice", "french"), "unknown voice 'french'"),
     ]
-    for content, why in (("clips:\n  ../evil: hi\n", "is a path"), ("phrases: [1]\n", "expected a text"),
-                         ("phrases:\n  - {text: hi, voice: nope}\n", "unknown voice 'nope'"),
-                         ("phrases: [\n", "bad YAML"), ("what: 1\n", "expected a list")):
+    for content, why in (
+        ("clips:\n  ../evil: hi\n", "is a path"),
+        ("phrases: [1]\n", "expected a text"),
+        ("phrases:\n  - {text: hi, voice: nope}\n", "unknown voice 'nope'"),
+        ("phrases: [\n", "bad YAML"),
+        ("what: 1\n", "expected a list"),
+    ):
         path = tmp_path / f"bad{len(cases)}.yaml"
         path.write_text(content)
         cases.append(((str(path), "--config", str(config)), why))
@@ -121,14 +134,20 @@ def test_txt_file_failures_and_errors(setup, tmp_path: Path) -> None:
 
 
 @pytest.mark.mqtt
-def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mosquitto: Broker, daemon_rig,
-                                                      test_voices) -> None:
+def test_daemon_plays_rendered_phrases_from_the_cache(
+    setup, tmp_path: Path, mosquitto: Broker, daemon_rig, test_voices
+) -> None:
     _config, cache, clips = setup
     # one file for both: `edgetts render` reads what it needs of the daemon's own config
     daemon_config = tmp_path / "daemon.yaml"
-    daemon_config.write_text(config_yaml(
-        mosquitto, "render-1", voice_extra=f"model: {test_voices['ok']}",
-        extra=f"clips:\n  dir: {clips}\ncache:\n  dir: {cache}\n  max_mb: 50\n"))
+    daemon_config.write_text(
+        config_yaml(
+            mosquitto,
+            "render-1",
+            voice_extra=f"model: {test_voices['ok']}",
+            extra=f"clips:\n  dir: {clips}\ncache:\n  dir: {cache}\n  max_mb: 50\n",
+        )
+    )
     txt = tmp_path / "p.txt"
     txt.write_text("Platform 3 for the 10:15 to Leeds.\n")
     assert run_render(str(txt), "--config", str(daemon_config)).returncode == 0
@@ -139,13 +158,15 @@ def test_daemon_plays_rendered_phrases_from_the_cache(setup, tmp_path: Path, mos
 
 
 @pytest.mark.mqtt
-def test_render_of_a_streaming_voice_stores_sentences_the_daemon_plays(tmp_path: Path, mosquitto: Broker,
-                                                                       daemon_rig) -> None:
+def test_render_of_a_streaming_voice_stores_sentences_the_daemon_plays(
+    tmp_path: Path, mosquitto: Broker, daemon_rig
+) -> None:
     """Issue 12: render stored a streaming voice's windows as if they were sentences."""
     cache = tmp_path / "cache"
     config = tmp_path / "daemon.yaml"
-    config.write_text(config_yaml(mosquitto, "render-stream", streaming=True,
-                                  extra=f"cache:\n  dir: {cache}\n  max_mb: 50\n"))
+    config.write_text(
+        config_yaml(mosquitto, "render-stream", streaming=True, extra=f"cache:\n  dir: {cache}\n  max_mb: 50\n")
+    )
     text = "Platform 3 for the 10:15 to Leeds. Mind the gap."  # each sentence in several windows
     phrases = tmp_path / "p.txt"
     phrases.write_text(f"{text}\n")

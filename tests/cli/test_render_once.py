@@ -17,8 +17,10 @@ SSML = '<speak>Mind the gap at platform <say-as interpret-as="cardinal">4</say-a
 
 def test_render_prepares_each_phrase_once(tmp_path: Path, test_voices: dict[str, Path], monkeypatch) -> None:  # type: ignore[no-untyped-def]
     config_file = tmp_path / "edgetts.yaml"
-    config_file.write_text(f"voice:\n  model: {test_voices['ok']}\n  threads: 1\n  noise_scale: 0\n  noise_w: 0\n"
-                           f"cache:\n  dir: {tmp_path / 'cache'}\n  max_mb: 50\n")
+    config_file.write_text(
+        f"voice:\n  model: {test_voices['ok']}\n  threads: 1\n  noise_scale: 0\n  noise_w: 0\n"
+        f"cache:\n  dir: {tmp_path / 'cache'}\n  max_mb: 50\n"
+    )
     config = load_config(config_file)
     cache = PhraseCache(tmp_path / "cache", 50_000_000)
     items = [Item(PLAIN, config.voice.name, where="a:1"), Item(SSML, config.voice.name, where="a:2")]

@@ -31,11 +31,16 @@ def _port() -> int:
 
 def test_standalone_server_serves_the_configs_voices(tmp_path: Path, test_voices: dict[str, Path]) -> None:
     config = tmp_path / "edgetts.yaml"
-    config.write_text(f"voice: {{name: tiny, model: {test_voices['multi']}, threads: 1}}\n"
-                      "memory: {lock: false}\n", encoding="utf-8")
+    config.write_text(
+        f"voice: {{name: tiny, model: {test_voices['multi']}, threads: 1}}\nmemory: {{lock: false}}\n", encoding="utf-8"
+    )
     port = _port()
-    proc = subprocess.Popen([sys.executable, "-m", "edgetts.cli", "wyoming", "--uri", f"tcp://127.0.0.1:{port}",
-                             "--config", str(config)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgetts.cli", "wyoming", "--uri", f"tcp://127.0.0.1:{port}", "--config", str(config)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
@@ -45,8 +50,9 @@ def test_standalone_server_serves_the_configs_voices(tmp_path: Path, test_voices
             async with AsyncTcpClient("127.0.0.1", port, read_timeout=30) as client:
                 await client.write_event(Describe().event())
                 info = Info.from_event(await client.read_event())  # type: ignore[arg-type]
-                await client.write_event(Synthesize(text="One two three.", voice=SynthesizeVoice(
-                    name="tiny", speaker="b")).event())
+                await client.write_event(
+                    Synthesize(text="One two three.", voice=SynthesizeVoice(name="tiny", speaker="b")).event()
+                )
                 pcm = b""
                 while (event := await client.read_event()) is not None and event.type != "audio-stop":
                     if AudioChunk.is_type(event.type):
@@ -67,14 +73,20 @@ def test_standalone_server_serves_the_configs_voices(tmp_path: Path, test_voices
 
 
 def test_wyoming_and_homeassistant_sections_are_checked() -> None:
-    config = parse_config("wyoming: {enabled: true, uri: 'unix:///run/edgetts/wyoming.sock', max_jobs: 3}\n"
-                          "homeassistant: {discovery: true, prefix: ha, test_chime: ding}\n")
+    config = parse_config(
+        "wyoming: {enabled: true, uri: 'unix:///run/edgetts/wyoming.sock', max_jobs: 3}\n"
+        "homeassistant: {discovery: true, prefix: ha, test_chime: ding}\n"
+    )
     assert config.wyoming.max_jobs == 3 and config.homeassistant.prefix == "ha"
     assert not parse_config("").wyoming.enabled and not parse_config("").homeassistant.discovery
-    for bad, where in (("wyoming: {uri: 'http://x:1'}", "wyoming/uri"), ("wyoming: {uri: 'tcp://host'}", "wyoming/uri"),
-                       ("wyoming: {max_jobs: 0}", "wyoming/max_jobs"), ("wyoming: {bogus: 1}", "wyoming/bogus"),
-                       ("homeassistant: {prefix: 'a/#'}", "homeassistant/prefix"),
-                       ("homeassistant: {test_chime: '../x'}", "homeassistant/test_chime")):
+    for bad, where in (
+        ("wyoming: {uri: 'http://x:1'}", "wyoming/uri"),
+        ("wyoming: {uri: 'tcp://host'}", "wyoming/uri"),
+        ("wyoming: {max_jobs: 0}", "wyoming/max_jobs"),
+        ("wyoming: {bogus: 1}", "wyoming/bogus"),
+        ("homeassistant: {prefix: 'a/#'}", "homeassistant/prefix"),
+        ("homeassistant: {test_chime: '../x'}", "homeassistant/test_chime"),
+    ):
         with pytest.raises(ConfigError) as err:
             parse_config(bad + "\n")
         assert where in err.value.problems[0], (bad, err.value.problems)

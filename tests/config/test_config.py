@@ -34,6 +34,7 @@ def test_empty_file_is_all_defaults() -> None:
 def test_shipped_config_is_valid_and_documents_every_key() -> None:
     config = load_config(SHIPPED)
     text = SHIPPED.read_text()
+
     # every key of the effective config appears in the shipped file, each with a comment
     def keys(d: dict, prefix: str = "") -> list[str]:
         out = []
@@ -49,10 +50,8 @@ def test_shipped_config_is_valid_and_documents_every_key() -> None:
         *parents, leaf = key.split("/")
         start = 0
         for level, parent in enumerate(parents):  # find the key inside its section
-            start = next(i for i in range(start, len(lines))
-                         if lines[i].startswith("  " * level + f"{parent}:"))
-        idx = [i for i in range(start, len(lines))
-               if lines[i].lstrip("# ").startswith(f"{leaf}:")]
+            start = next(i for i in range(start, len(lines)) if lines[i].startswith("  " * level + f"{parent}:"))
+        idx = [i for i in range(start, len(lines)) if lines[i].lstrip("# ").startswith(f"{leaf}:")]
         assert idx, f"{key} is not in {SHIPPED.name}"
         i = idx[0]
         assert "#" in lines[i].split(":", 1)[1] or lines[i - 1].strip().startswith("#"), key
@@ -91,11 +90,13 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("voice:\n  streaming: false\n  fast_start_ids: 5000\n", "F:3 voice/fast_start_ids: must be 0-4096"),
         ("voice:\n  streaming: true\n  fast_start_ids: -1\n", "F:3 voice/fast_start_ids: must be 0-4096"),
         ("fallback:\n  rules:\n    - match: 'fire('\n      clip: alarm\n", "F:3 fallback/rules/0/match: bad regular"),
-        ("fallback:\n  rules:\n    - match: fire\n      clip: ../x\n",
-         "F:4 fallback/rules/0/clip: '../x' is not a clip"),
+        (
+            "fallback:\n  rules:\n    - match: fire\n      clip: ../x\n",
+            "F:4 fallback/rules/0/clip: '../x' is not a clip",
+        ),
         ("fallback:\n  rules:\n    - clip: x\n", "F:3 fallback/rules/0/match: required key missing"),
         ("fallback:\n  default_clip: /etc/passwd\n", "F:2 fallback/default_clip: '/etc/passwd' is not a clip"),
-        ("fallback:\n  default_clip: \"a\\n\"\n", "F:2 fallback/default_clip:"),
+        ('fallback:\n  default_clip: "a\\n"\n', "F:2 fallback/default_clip:"),
         ("fallback:\n  deadline_ms: 10\n", "F:2 fallback/deadline_ms: must be 50-600000"),
         ("cache:\n  max_mb: -1\n", "F:2 cache/max_mb: must be >= 0"),
         ("cache:\n  min_uses: 0\n", "F:2 cache/min_uses: must be 1-100"),
@@ -104,8 +105,10 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("voices:\n  default:\n    model: default\n", "F:2 voices/default: same name as voice/name"),
         ("voice:\n  degrade_rtf: 0\n", "F:2 voice/degrade_rtf: must be 0.05-10"),
         ("voice:\n  degrade_rtf: fast\n", "F:2 voice/degrade_rtf: expected a number, got 'fast'"),
-        ("voice:\n  degrade_to: quick\n", "F:2 voice/degrade_to: 'quick' is neither a configured voice (default) "
-         "nor a path to an .onnx file"),
+        (
+            "voice:\n  degrade_to: quick\n",
+            "F:2 voice/degrade_to: 'quick' is neither a configured voice (default) nor a path to an .onnx file",
+        ),
         ("voice:\n  degrade_to: default\n", "F:2 voice/degrade_to: names this voice itself"),
         ("voice:\n  degrade_to: ''\n", "F:2 voice/degrade_to: must not be empty"),
         ("voices:\n  fr:\n    model: x\n    degrade_to: nope\n", "F:4 voices/fr/degrade_to: 'nope' is neither"),
@@ -127,8 +130,10 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("lexicon:\n  '  ': x\n", "F:1 lexicon: "),
         ("wyoming:\n  satellite_uri: tcp://0.0.0.0:10200\n", "F:2 wyoming/satellite_uri: must differ from uri"),
         ("wyoming:\n  satellite_uri: tcp://0.0.0.0\n", "F:2 wyoming/satellite_uri: 'tcp://0.0.0.0': a tcp:// uri"),
-        ("wyoming:\n  announce: false\n  satellite_uri: tcp://0.0.0.0:10700\n",
-         "F:3 wyoming/satellite_uri: a satellite takes announcements"),
+        (
+            "wyoming:\n  announce: false\n  satellite_uri: tcp://0.0.0.0:10700\n",
+            "F:3 wyoming/satellite_uri: a satellite takes announcements",
+        ),
     ],
 )
 def test_problems(tmp_path: Path, text: str, expected: str) -> None:
@@ -155,8 +160,9 @@ def test_print_config_round_trips() -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     # the verbs as cli_daemon.register() defines them (edgetts.cli.main wires the same ones)
-    return subprocess.run([sys.executable, "-m", "edgetts.cli", *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
 
 
 def test_check_and_print_config_verbs(tmp_path: Path) -> None:
@@ -179,9 +185,7 @@ def test_text_settings_reach_the_voice(test_voices: dict[str, Path]) -> None:
     from edgetts.config import VoiceModelSettings
     from edgetts.daemon.assets import load_configured_voice
 
-    config = parse_config(
-        "normalize:\n  time_24h: 12h\nlexicon:\n  Reading: /ɹˈɛdɪŋ/\n  Leicester: Lester\n", "F"
-    )
+    config = parse_config("normalize:\n  time_24h: 12h\nlexicon:\n  Reading: /ɹˈɛdɪŋ/\n  Leicester: Lester\n", "F")
     text = config.text_options()
     assert text.normalize_options is not None and text.normalize_options.time_24h == "12h"
     voice = load_configured_voice(VoiceModelSettings(model=str(test_voices["ok"])), text)
@@ -210,8 +214,7 @@ def test_fallback_cache_and_loudness_sections(tmp_path: Path, monkeypatch: pytes
     )
     assert config.clips.dir == "/srv/clips"
     assert config.fallback.default_clip == "chime_sorry" and config.fallback.deadline_ms == 1500
-    assert [(r.match, r.clip) for r in config.fallback.rules] == [("fire|evacuat", "fire_alarm"),
-                                                                 ("train", "trains")]
+    assert [(r.match, r.clip) for r in config.fallback.rules] == [("fire|evacuat", "fire_alarm"), ("train", "trains")]
     assert config.cache.max_mb == 12.5 and str(config.cache.resolved_dir()) == "/var/cache/x"
     assert config.loudness.target_dbfs == -18.0
     # defaults: cache under systemd's CacheDirectory only; max_mb 0 turns it off
@@ -225,8 +228,10 @@ def test_fallback_cache_and_loudness_sections(tmp_path: Path, monkeypatch: pytes
 
 def test_degrade_to_names_a_voice_or_an_onnx_file() -> None:
     """issue 14: the faster variant of a voice too slow for the board."""
-    config = parse_config("voice:\n  degrade_to: fast\n  degrade_rtf: 0.6\nvoices:\n  fast:\n    model: a.onnx\n"
-                          "  fr:\n    model: fr.onnx\n    degrade_to: /v/fr-int8.onnx\n")
+    config = parse_config(
+        "voice:\n  degrade_to: fast\n  degrade_rtf: 0.6\nvoices:\n  fast:\n    model: a.onnx\n"
+        "  fr:\n    model: fr.onnx\n    degrade_to: /v/fr-int8.onnx\n"
+    )
     assert (config.voice.degrade_to, config.voice.degrade_rtf) == ("fast", 0.6)
     assert config.voices["fr"].degrade_to == "/v/fr-int8.onnx" and config.voices["fr"].degrade_rtf == 0.8
     assert config.voices["fast"].degrade_to is None

@@ -28,8 +28,9 @@ pytestmark = pytest.mark.mqtt
 LONG = {
     "digits": "".join(str(i % 10) for i in range(1999)),
     "say-as": '<speak><say-as interpret-as="characters">' + "abcdefghijklmnopqrstuvwxyz" * 73 + "</say-as></speak>",
-    "no-full-stop": " ".join(["the", "service", "to", "Edinburgh", "Waverley", "calls", "at", "every",
-                              "station"] * 40)[:2000],
+    "no-full-stop": " ".join(["the", "service", "to", "Edinburgh", "Waverley", "calls", "at", "every", "station"] * 40)[
+        :2000
+    ],
 }
 EMERGENCY = "Fire alarm. Please leave the building by the nearest exit."
 
@@ -42,17 +43,24 @@ def _vm(pid: int, key: str) -> float:
     raise AssertionError(f"no {key} for {pid}")
 
 
-def _daemon(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, device: str,
-            voice_extra: str = "") -> tuple[DaemonProcess, Probe]:
+def _daemon(
+    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, device: str, voice_extra: str = ""
+) -> tuple[DaemonProcess, Probe]:
     """A daemon at 2 threads ("at full speed"; the rig's default is 1, for bit-exact references
     elsewhere) with a fallback clip, so a late first speech would show as a `fallback` event."""
     clips = tmp_path / "clips"
     clips.mkdir()
     write_clip(clips / "sorry.wav", tone(660, 0.5))
     config = tmp_path / "edgetts.yaml"
-    config.write_text(config_yaml(mosquitto, device, audio_extra="realtime_pacing: true", voice_extra=voice_extra,
-                                  extra=f"clips:\n  dir: {clips}\nfallback:\n  default_clip: sorry\n")
-                      .replace("threads: 1", "threads: 2"))
+    config.write_text(
+        config_yaml(
+            mosquitto,
+            device,
+            audio_extra="realtime_pacing: true",
+            voice_extra=voice_extra,
+            extra=f"clips:\n  dir: {clips}\nfallback:\n  default_clip: sorry\n",
+        ).replace("threads: 1", "threads: 2")
+    )
     probe = Probe(mosquitto, "test", device)
     daemon = DaemonProcess(config, alsa_capture.env, tmp_path / "daemon.log").start()
     probe.wait_status(lambda s: s["state"] == "online", 60)
@@ -61,7 +69,11 @@ def _daemon(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, device: st
 
 @pytest.mark.parametrize("kind", LONG)
 def test_long_announcement_is_bounded_and_an_emergency_cuts_in(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess], kind: str,
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
+    kind: str,
 ) -> None:
     daemon, probe = _daemon(mosquitto, alsa_capture, tmp_path, f"bounded-{kind}")
     daemon_processes.append(daemon)
@@ -86,8 +98,10 @@ def test_long_announcement_is_bounded_and_an_emergency_cuts_in(
         assert probe.events_of("long") == ["queued", "started", "preempted", "started"], probe.events
         time.sleep(3.0)
         peak = _vm(daemon.proc.pid, "VmHWM")
-        print(f"{kind}: loaded {loaded:.0f} MB, peak {peak:.0f} MB, first audio {started['latency_ms']:.0f} ms, "
-              f"emergency {fire['latency_ms']:.0f} ms, resumed after {resumed_s:.1f} s")
+        print(
+            f"{kind}: loaded {loaded:.0f} MB, peak {peak:.0f} MB, first audio {started['latency_ms']:.0f} ms, "
+            f"emergency {fire['latency_ms']:.0f} ms, resumed after {resumed_s:.1f} s"
+        )
         assert peak < 600, f"VmHWM {peak:.0f} MB"  # "a few hundred MB"; it was 5.9 GB and growing
         assert "Traceback" not in daemon.output()
         daemon.signal(signal.SIGTERM)
@@ -97,7 +111,10 @@ def test_long_announcement_is_bounded_and_an_emergency_cuts_in(
 
 
 def test_resuming_late_in_a_long_text_does_not_redo_its_pieces(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     """Preempted at its ~16th piece, the text resumes there at once: redoing the pieces before
     it (~0.2-0.4 s each here at 64 ids) would pass its 3 s deadline and play the fallback clip."""

@@ -113,14 +113,20 @@ def two_sites(tmp_path: Path, prefix: str) -> Iterator[tuple[Broker, Broker, Rel
 
 
 def _fleet(config: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "edgetts.cli", "fleet", "--config", str(config), "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", "fleet", "--config", str(config), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return json.loads(out.stdout or "{}")
 
 
 def test_two_sites_joined_by_a_bridge(tmp_path: Path, alsa_capture: Any) -> None:
     prefix = f"br{uuid.uuid4().hex[:6]}"
     with two_sites(tmp_path, prefix) as (site_a, site_b, relay):
+
         def config(broker: Broker, device: str) -> Path:
             path = tmp_path / f"{device}.yaml"
             text = config_yaml(broker, device, device_extra=f"groups: [{GROUP}]" if device.endswith("1") else "")
@@ -128,8 +134,10 @@ def test_two_sites_joined_by_a_bridge(tmp_path: Path, alsa_capture: Any) -> None
             return path
 
         homes = {"a-1": site_a, "a-2": site_a, "b-1": site_b, "b-2": site_b}
-        rigs = [DaemonRig(config(broker, dev), broker, alsa_capture, {"default": FakeVoice()},
-                          stream_factory=NullStream) for dev, broker in homes.items()]
+        rigs = [
+            DaemonRig(config(broker, dev), broker, alsa_capture, {"default": FakeVoice()}, stream_factory=NullStream)
+            for dev, broker in homes.items()
+        ]
         taps = {"a": EventsTap(site_a, prefix), "b": EventsTap(site_b, prefix)}
         try:
             for rig in rigs:
@@ -153,8 +161,9 @@ def test_two_sites_joined_by_a_bridge(tmp_path: Path, alsa_capture: Any) -> None
             # the link between the sites goes away; QoS 1 published meanwhile, on both sides
             relay.cut()
             time.sleep(1.0)
-            pub_a.publish({"id": "cut-a", "text": "Sent at A while the sites were apart."},
-                          topic=f"{prefix}/all/announce")
+            pub_a.publish(
+                {"id": "cut-a", "text": "Sent at A while the sites were apart."}, topic=f"{prefix}/all/announce"
+            )
             rigs[2].probe.publish({"id": "cut-b", "text": "Sent at B meanwhile."}, topic=f"{prefix}/all/announce")
             taps["a"].wait("cut-a", "finished", {"a-1", "a-2"})
             taps["b"].wait("cut-b", "finished", {"b-1", "b-2"})

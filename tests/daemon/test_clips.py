@@ -15,10 +15,26 @@ from edgetts.daemon.admission.messages import Announcement, PayloadError
 from edgetts.daemon.playout.clips import ClipError, ClipLibrary, check_clip_name, clip_path, read_wav, write_wav
 
 
-@pytest.mark.parametrize("name", [
-    "../etc/passwd", "..", "a/b", "/etc/passwd", "/abs", "a\x00b", "\x00", "C:evil", "a\\b",
-    "fire\n", "", "x" * 65, "spa ce", "dot.wav", "ünï",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../etc/passwd",
+        "..",
+        "a/b",
+        "/etc/passwd",
+        "/abs",
+        "a\x00b",
+        "\x00",
+        "C:evil",
+        "a\\b",
+        "fire\n",
+        "",
+        "x" * 65,
+        "spa ce",
+        "dot.wav",
+        "ünï",
+    ],
+)
 def test_clip_names_that_are_paths_or_odd_are_rejected(name: str, tmp_path: Path) -> None:
     with pytest.raises(ClipError):
         check_clip_name(name)
@@ -37,15 +53,34 @@ def test_good_names(name: str, tmp_path: Path) -> None:
     assert check_clip_name(name) == name and clip_path(tmp_path, name) == tmp_path / f"{name}.wav"
 
 
-def _wav(path: Path, tag: int, bits: int, rate: int, frames: np.ndarray, extensible: bool = False,
-         channels: int | None = None) -> Path:
+def _wav(
+    path: Path,
+    tag: int,
+    bits: int,
+    rate: int,
+    frames: np.ndarray,
+    extensible: bool = False,
+    channels: int | None = None,
+) -> Path:
     """frames: (n, channels) already encoded to the target dtype (24-bit: (n, 3 * channels) bytes)."""
     channels = channels or frames.shape[1]
     data = frames.tobytes()
     align = channels * bits // 8
     if extensible:
-        fmt = struct.pack("<HHIIHHHHIH14s", 0xFFFE, channels, rate, rate * align, align, bits, 22, bits, 0,
-                          tag, b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71")
+        fmt = struct.pack(
+            "<HHIIHHHHIH14s",
+            0xFFFE,
+            channels,
+            rate,
+            rate * align,
+            align,
+            bits,
+            22,
+            bits,
+            0,
+            tag,
+            b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71",
+        )
     else:
         fmt = struct.pack("<HHIIHH", tag, channels, rate, rate * align, align, bits)
     odd = b"LIST" + struct.pack("<I", 3) + b"abc\x00"  # an odd-sized chunk before the data (padded)
@@ -57,17 +92,21 @@ def _wav(path: Path, tag: int, bits: int, rate: int, frames: np.ndarray, extensi
 SINE = (0.5 * np.sin(2 * np.pi * 440 * np.arange(4410) / 22050)).astype(np.float64)
 
 
-@pytest.mark.parametrize(("kind", "tag", "bits", "encode", "tol"), [
-    ("u8", 1, 8, lambda x: np.round(x * 127 + 128).astype(np.uint8), 1 / 100),
-    ("s16", 1, 16, lambda x: np.round(x * 32767).astype("<i2"), 1e-4),
-    ("s24", 1, 24, None, 1e-6),
-    ("s32", 1, 32, lambda x: np.round(x * 2147483647).astype("<i4"), 1e-6),
-    ("f32", 3, 32, lambda x: x.astype("<f4"), 1e-6),
-    ("f64", 3, 64, lambda x: x.astype("<f8"), 1e-6),
-])
+@pytest.mark.parametrize(
+    ("kind", "tag", "bits", "encode", "tol"),
+    [
+        ("u8", 1, 8, lambda x: np.round(x * 127 + 128).astype(np.uint8), 1 / 100),
+        ("s16", 1, 16, lambda x: np.round(x * 32767).astype("<i2"), 1e-4),
+        ("s24", 1, 24, None, 1e-6),
+        ("s32", 1, 32, lambda x: np.round(x * 2147483647).astype("<i4"), 1e-6),
+        ("f32", 3, 32, lambda x: x.astype("<f4"), 1e-6),
+        ("f64", 3, 64, lambda x: x.astype("<f8"), 1e-6),
+    ],
+)
 @pytest.mark.parametrize("extensible", [False, True])
-def test_any_width_and_channels_read_as_mono_float(tmp_path: Path, kind, tag, bits, encode, tol,
-                                                   extensible: bool) -> None:
+def test_any_width_and_channels_read_as_mono_float(
+    tmp_path: Path, kind, tag, bits, encode, tol, extensible: bool
+) -> None:
     stereo = np.stack([SINE, SINE * 0.5], axis=1)  # averaged: 0.75 x the sine
     if kind == "s24":
         v = np.round(stereo * 8388607).astype(np.int32).reshape(-1)

@@ -13,27 +13,33 @@ from support.fakes import FakeVoice
 LONG = " ".join(f"Sentence number {i} of a long notice." for i in range(12))
 
 
-@pytest.mark.parametrize(("payload", "control"), [
-    (b'{"cmd": "stop"}', Control("stop")),
-    (b'{"cmd": "cancel", "id": "a1"}', Control("cancel", "a1")),
-    (b'{"cmd": "cancel"}', Control("cancel")),
-])
+@pytest.mark.parametrize(
+    ("payload", "control"),
+    [
+        (b'{"cmd": "stop"}', Control("stop")),
+        (b'{"cmd": "cancel", "id": "a1"}', Control("cancel", "a1")),
+        (b'{"cmd": "cancel"}', Control("cancel")),
+    ],
+)
 def test_control_messages(payload: bytes, control: Control) -> None:
     assert parse_control(payload) == control
     assert parse_control(payload, "http").reason == f"{'stopped' if control.cmd == 'stop' else 'cancelled'} from http"
 
 
-@pytest.mark.parametrize(("payload", "reason"), [
-    (b"stop", "bad JSON"),
-    (b"[1]", "must be a JSON object"),
-    (b'{"cmd": "pause"}', "cmd must be one of stop, cancel"),
-    (b'{"cmd": "cancel", "id": 5}', "id must be a string"),
-    (b'{"cmd": "stop", "id": "a1"}', '"stop" takes no id'),
-    (b'{"cmd": "stop", "when": 1}', "unknown field 'when'"),
-    (b'{"cmd": "stop", "cmd": "cancel"}', "duplicate key"),
-    (b"\xff", "not UTF-8"),
-    (b'{"cmd": "stop", "x": "' + b"a" * 5000 + b'"}', "too large"),
-])
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"stop", "bad JSON"),
+        (b"[1]", "must be a JSON object"),
+        (b'{"cmd": "pause"}', "cmd must be one of stop, cancel"),
+        (b'{"cmd": "cancel", "id": 5}', "id must be a string"),
+        (b'{"cmd": "stop", "id": "a1"}', '"stop" takes no id'),
+        (b'{"cmd": "stop", "when": 1}', "unknown field 'when'"),
+        (b'{"cmd": "stop", "cmd": "cancel"}', "duplicate key"),
+        (b"\xff", "not UTF-8"),
+        (b'{"cmd": "stop", "x": "' + b"a" * 5000 + b'"}', "too large"),
+    ],
+)
 def test_bad_control_messages_say_why(payload: bytes, reason: str) -> None:
     with pytest.raises(PayloadError, match=reason):
         parse_control(payload)

@@ -16,8 +16,10 @@ def test_a_german_voice_refuses_chinese_text_with_the_reason(daemon_rig, tmp_pat
     rig = daemon_rig(real_voices=True, voice_extra=f"model: {model}", online_timeout=60)
     rig.probe.publish({"id": "zh", "text": "欢迎光临，下一站：北京南站。"})
     rejected = rig.probe.wait_event("zh", "rejected")
-    assert rejected["reason"] == ("unspeakable text: text in Han letters ('欢迎光临下一站北京南站'), which the de "
-                                  "voice cannot speak (it speaks Latin letters)")
+    assert rejected["reason"] == (
+        "unspeakable text: text in Han letters ('欢迎光临下一站北京南站'), which the de "
+        "voice cannot speak (it speaks Latin letters)"
+    )
     # German text is spoken, with espeak-ng's German reading (not the English normaliser's)
     line = "Der Zug nach München fährt um 14:05 Uhr ab."
     rig.probe.publish({"id": "de", "text": line})

@@ -28,8 +28,11 @@ def _mqtt(kind: str, b: Broker, tmp: Path) -> tuple[int, str, dict[str, str]]:
     return {
         "password": (b.port_auth, f"username: {b.user}\npassword: {b.password}\n", {}),
         "password_file": (b.port_auth, f"username: {b.user}\npassword_file: {pw_file}\n", {}),
-        "credential": (b.port_auth, f"username: {b.user}\npassword_credential: mqtt-password\n",
-                       {"CREDENTIALS_DIRECTORY": str(creds)}),
+        "credential": (
+            b.port_auth,
+            f"username: {b.user}\npassword_credential: mqtt-password\n",
+            {"CREDENTIALS_DIRECTORY": str(creds)},
+        ),
         "tls": (b.port_tls, f"username: {b.user}\npassword_file: {pw_file}\n{tls}", {}),
         "mtls": (b.port_mtls, tls + f"  cert_file: {b.client_cert}\n  key_file: {b.client_key}\n", {}),
         "v311": (b.port, "protocol: '3.1.1'\n", {}),
@@ -37,14 +40,16 @@ def _mqtt(kind: str, b: Broker, tmp: Path) -> tuple[int, str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("kind", ["password", "password_file", "credential", "tls", "mtls", "v311"])
-def test_connects_and_announces(kind: str, daemon_rig, mosquitto: Broker, tmp_path: Path,
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connects_and_announces(
+    kind: str, daemon_rig, mosquitto: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port, mqtt_extra, env = _mqtt(kind, mosquitto, tmp_path)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     # the probe uses the anonymous listener
-    rig = daemon_rig(device=f"conn-{kind.replace('_', '-')}", port=port, mqtt_extra=mqtt_extra,
-                     device_extra="groups: [platform-2]")
+    rig = daemon_rig(
+        device=f"conn-{kind.replace('_', '-')}", port=port, mqtt_extra=mqtt_extra, device_extra="groups: [platform-2]"
+    )
     probe = rig.probe
     try:
         sock = rig.daemon.link.socket()
@@ -61,8 +66,12 @@ def test_connects_and_announces(kind: str, daemon_rig, mosquitto: Broker, tmp_pa
 
 
 def test_wrong_password_is_reported_not_fatal(daemon_rig, mosquitto: Broker) -> None:
-    rig = daemon_rig(device="conn-bad", port=mosquitto.port_auth, online_timeout=None,
-                     mqtt_extra=f"username: {mosquitto.user}\npassword: wrong\n")
+    rig = daemon_rig(
+        device="conn-bad",
+        port=mosquitto.port_auth,
+        online_timeout=None,
+        mqtt_extra=f"username: {mosquitto.user}\npassword: wrong\n",
+    )
     try:
         import time
 

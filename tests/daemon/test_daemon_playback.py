@@ -131,8 +131,7 @@ def test_lead_in_and_fades_of_a_whole_announcement() -> None:
 
 def test_preemption_fades_out_within_30_ms() -> None:
     # paced like a real device, so stop() lands mid-stream with seconds still buffered
-    player, streams, reports = _player(fade_ms=5, preempt_fade_ms=20, block_frames=256,
-                                       realtime_pacing=True)
+    player, streams, reports = _player(fade_ms=5, preempt_fade_ms=20, block_frames=256, realtime_pacing=True)
     try:
         job = PlaybackJob("a", player.converter, 1.0)
         player.submit(job)
@@ -151,7 +150,7 @@ def test_preemption_fades_out_within_30_ms() -> None:
         after = pcm[before:]
         assert after.size <= 256 + int(22050 * 0.020)
         assert pcm.size < 22050  # it did not play on: seconds of audio were still waiting
-        tail = pcm[-int(22050 * 0.020):].astype(int)
+        tail = pcm[-int(22050 * 0.020) :].astype(int)
         assert tail[0] > 15000 and abs(tail[-1]) < 900 and np.all(np.diff(tail) <= 0)
     finally:
         player.close()

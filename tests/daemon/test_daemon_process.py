@@ -48,8 +48,12 @@ def reference(voice, text: str) -> np.ndarray:  # type: ignore[no-untyped-def]
 
 
 def test_announcement_pcm_sd_notify_and_clean_stop(
-    mosquitto: Broker, alsa_capture: Capture, notify_socket: NotifySocket, tmp_path: Path,
-    daemon_processes: list[DaemonProcess], reference_voice,  # type: ignore[no-untyped-def]
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    notify_socket: NotifySocket,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
+    reference_voice,  # type: ignore[no-untyped-def]
 ) -> None:
     config = tmp_path / "edgetts.yaml"
     config.write_text(config_yaml(mosquitto, "proc-real", audio_extra="lead_in_ms: 50"))
@@ -105,8 +109,11 @@ def test_announcement_pcm_sd_notify_and_clean_stop(
 
 
 def test_sigkill_mid_announcement_replays_after_restart(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
-    daemon_processes: list[DaemonProcess], reference_voice,  # type: ignore[no-untyped-def]
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
+    reference_voice,  # type: ignore[no-untyped-def]
 ) -> None:
     config = tmp_path / "edgetts.yaml"
     config.write_text(config_yaml(mosquitto, "proc-kill", audio_extra="realtime_pacing: true"))
@@ -116,8 +123,10 @@ def test_sigkill_mid_announcement_replays_after_restart(
         first = DaemonProcess(config, first_cap, tmp_path / "first.log").start()
         daemon_processes.append(first)
         probe.wait_status(lambda s: s["state"] == "online", 60)
-        text = ("Attention all staff: a fire drill will take place today at 2 pm. When you hear the "
-                "alarm, leave the building by the nearest exit. Do not use the lifts.")
+        text = (
+            "Attention all staff: a fire drill will take place today at 2 pm. When you hear the "
+            "alarm, leave the building by the nearest exit. Do not use the lifts."
+        )
         probe.publish({"id": "drill", "text": text})
         probe.wait_event("drill", "started", 60)
         time.sleep(1.0)
@@ -143,7 +152,10 @@ def test_sigkill_mid_announcement_replays_after_restart(
 
 
 def test_missing_voice_the_service_still_starts_on_clips(
-    mosquitto: Broker, alsa_capture: Capture, notify_socket: NotifySocket, tmp_path: Path,
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    notify_socket: NotifySocket,
+    tmp_path: Path,
     daemon_processes: list[DaemonProcess],
 ) -> None:
     """Issue 6 (it used to exit 1): READY=1, `degraded: voice` with the reason, clips play."""
@@ -156,8 +168,14 @@ def test_missing_voice_the_service_still_starts_on_clips(
     write_clip(clips / "sorry.wav", tone(440, 0.3))
     config = tmp_path / "edgetts.yaml"
     missing = tmp_path / "gone" / "voice.onnx"
-    config.write_text(config_yaml(mosquitto, "proc-novoice", voice_extra=f"model: {missing}",
-                                  extra=f"clips:\n  dir: {clips}\nfallback:\n  default_clip: sorry\n"))
+    config.write_text(
+        config_yaml(
+            mosquitto,
+            "proc-novoice",
+            voice_extra=f"model: {missing}",
+            extra=f"clips:\n  dir: {clips}\nfallback:\n  default_clip: sorry\n",
+        )
+    )
     probe = Probe(mosquitto, "test", "proc-novoice")
     env = {**alsa_capture.env, "NOTIFY_SOCKET": str(notify_socket.path)}
     daemon = DaemonProcess(config, env, tmp_path / "daemon.log").start()

@@ -64,7 +64,7 @@ def test_priority_order_fifo_and_preemption(daemon_rig) -> None:
     fire_at = assert_played(pcm, rig.expected("Fire alarm. Leave now."), FADE)
     # just before the emergency: the interrupted speech fading out (20 ms), not a cut
     before = pcm[:fire_at].astype(np.int32)
-    tail = before[-int(22050 * 0.02):]
+    tail = before[-int(22050 * 0.02) :]
     assert np.abs(tail[-20:]).max() < np.abs(tail[:200]).max() / 4
     # the resumed announcement restarts at a sentence boundary: its last sentence is whole
     sentences = rig.voice.sentences(long_text)
@@ -131,8 +131,9 @@ def test_expiry_and_dedup(daemon_rig) -> None:
 def test_malformed_payload_is_rejected_and_nothing_plays(daemon_rig, payload: bytes, reason: str) -> None:
     rig = daemon_rig()
     rig.probe.publish(payload)
-    rig.probe.wait(lambda p: any(e["event"] == "rejected" for e in p.events) or bool(reason) is False
-                   and len(p.events) > 0, 10)
+    rig.probe.wait(
+        lambda p: any(e["event"] == "rejected" for e in p.events) or bool(reason) is False and len(p.events) > 0, 10
+    )
     rejected = [e for e in rig.probe.events if e["event"] == "rejected"]
     if reason:
         assert len(rejected) == 1 and reason in rejected[0]["reason"], rig.probe.events
@@ -151,13 +152,14 @@ def test_malformed_payload_is_rejected_and_nothing_plays(daemon_rig, payload: by
 
 
 def test_voice_per_announcement_and_queue_overflow(daemon_rig) -> None:
-    rig = daemon_rig(audio_extra="realtime_pacing: true", queue_extra="max_length: 2",
-                     extra="voices:\n  alt:\n    model: alt\n")
+    rig = daemon_rig(
+        audio_extra="realtime_pacing: true", queue_extra="max_length: 2", extra="voices:\n  alt:\n    model: alt\n"
+    )
     rig.probe.publish({"id": "first", "text": "One. Two. Three. Four."})
     rig.probe.wait_event("first", "started")
     rig.probe.publish({"id": "q1", "text": "In the alt voice.", "voice": "alt"})
     rig.probe.publish({"id": "q2", "text": "Second.", "priority": "low"})
-    rig.probe.publish({"id": "q3", "text": "Third.", "priority": "low"})   # full, not more urgent
+    rig.probe.publish({"id": "q3", "text": "Third.", "priority": "low"})  # full, not more urgent
     rig.probe.publish({"id": "q4", "text": "Urgent.", "priority": "high"})  # displaces q2
     rig.probe.wait_event("q1", "finished", timeout=30)
     assert "queue full" in rig.probe.wait_event("q3", "rejected")["reason"]
@@ -182,8 +184,7 @@ def test_reload_bad_file_keeps_old_config_and_reports_it(daemon_rig) -> None:
     rig.probe.wait_event("still", "finished")
     # a good file with a new voice and a lead-in: voice loaded beside, then chosen per
     # announcement; the audio change applies from the next announcement
-    rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 100\n")
-                          + "voices:\n  alt:\n    model: alt\n")
+    rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 100\n") + "voices:\n  alt:\n    model: alt\n")
     rig.daemon.on_signal(signal.SIGHUP)
     st = rig.probe.wait_status(lambda s: "alt" in s["voices"] and not s["degraded"])
     before = rig.capture.pcm().size
@@ -220,9 +221,11 @@ def test_reload_reloads_the_voices_when_and_only_when_their_text_settings_change
     lexicon = audio + "lexicon:\n  Gdansk: Gdansk city\n"
     again = reload(lexicon, lambda c: "Gdansk" in c.lexicon)
     assert sorted(model for model, _ in again) == models
-    assert all(options.lexicon is not None  # type: ignore[attr-defined]
-               and options.lexicon.apply("to Gdansk")[-1].text.endswith("Gdansk city")  # type: ignore[attr-defined]
-               for _, options in again)
+    assert all(
+        options.lexicon is not None  # type: ignore[attr-defined]
+        and options.lexicon.apply("to Gdansk")[-1].text.endswith("Gdansk city")  # type: ignore[attr-defined]
+        for _, options in again
+    )
     again = reload(lexicon + "normalize:\n  time_24h: oh\n", lambda c: c.normalize.time_24h == "oh")
     assert sorted(model for model, _ in again) == models
     assert all(options.normalize_options.time_24h == "oh" for _, options in again)  # type: ignore[attr-defined]
@@ -247,8 +250,9 @@ class FlakyDevice:
 
 def test_failed_device_is_reported_reopened_and_the_daemon_keeps_running(daemon_rig) -> None:
     flaky = FlakyDevice()
-    rig = daemon_rig(device="flaky", audio_extra="reopen_min_s: 0.2\nreopen_max_s: 0.4", stream_factory=flaky,
-                     online_timeout=None)
+    rig = daemon_rig(
+        device="flaky", audio_extra="reopen_min_s: 0.2\nreopen_max_s: 0.4", stream_factory=flaky, online_timeout=None
+    )
     probe = rig.probe
     st = probe.wait_status(lambda s: s["state"] == "online" and s["degraded"])
     assert st["degraded"][0]["what"] == "audio" and "gone" in st["degraded"][0]["reason"]
@@ -351,8 +355,9 @@ def test_reload_keeps_the_cpu_placement_and_survives_a_bug_in_the_reload_thread(
     assert started_memory.lock
     rig.config.write_text(good.replace("audio:\n", "audio:\n  lead_in_ms: 40\n") + "memory:\n  lock: false\n")
     rig.daemon.on_signal(signal.SIGHUP)
-    st = rig.probe.wait_status(lambda s: any(d.get("reason") == "memory changes take effect after a restart"
-                                             for d in s["degraded"]))
+    st = rig.probe.wait_status(
+        lambda s: any(d.get("reason") == "memory changes take effect after a restart" for d in s["degraded"])
+    )
     assert rig.daemon.config.memory == started_memory
 
     real = reload_mod.build_assets

@@ -90,21 +90,33 @@ def test_edgetts_status_reads_the_retained_status(daemon_rig, mosquitto: Broker,
     rig = daemon_rig(device="status-1")
     config = rig.config
     try:
-        out = subprocess.run([sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert out.returncode == 0, out.stderr
         shown = json.loads(out.stdout)
         assert shown["state"] == "online" and shown["voice"] == "fake"
         assert isinstance(shown["locked_bytes"], int)
     finally:
         assert rig.stop() == 0
-    gone = subprocess.run([sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
-                          capture_output=True, text=True, timeout=30)
+    gone = subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", "status", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert gone.returncode == 3 and json.loads(gone.stdout)["state"] == "offline"
     nobody = tmp_path / "n.yaml"
     nobody.write_text(config_yaml(mosquitto, "nobody-here"))
-    missing = subprocess.run([sys.executable, "-m", "edgetts.cli", "status", "--config", str(nobody),
-                              "--timeout", "1"], capture_output=True, text=True, timeout=30)
+    missing = subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", "status", "--config", str(nobody), "--timeout", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert missing.returncode == 1
     expected = "edgetts: error: no status on test/nobody-here/status within 1 s (is edgetts running?)"
     assert missing.stderr.strip() == expected

@@ -78,7 +78,9 @@ def test_without_a_variant_it_reports_and_keeps_the_voice(daemon_rig: Any) -> No
 
 
 def test_a_file_variant_loads_with_the_voice_and_a_bad_one_is_degraded_at_load(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
 ) -> None:
     config = tmp_path / "variant.yaml"
     config.write_text(config_yaml(mosquitto, "variant-file", voice_extra="degrade_to: /v/fast.onnx"))
@@ -142,7 +144,10 @@ def _reference(voice: Any, text: str) -> np.ndarray:
 
 
 def test_real_voice_degrades_under_a_cpu_quota_and_recovers(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     why = unavailable()
     if why:

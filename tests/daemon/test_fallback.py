@@ -56,15 +56,20 @@ FIRE = tone(1200, 0.5, amp=0.5)
 
 @pytest.mark.mqtt
 @pytest.mark.parametrize("broken", ["missing", "corrupt"])
-def test_broken_voice_file_daemon_up_clip_plays_status_degraded(daemon_rig, tmp_path: Path,
-                                                                broken: str, test_voices) -> None:
+def test_broken_voice_file_daemon_up_clip_plays_status_degraded(
+    daemon_rig, tmp_path: Path, broken: str, test_voices
+) -> None:
     model = tmp_path / f"{broken}.onnx"
     if broken == "corrupt":
         model.write_bytes(b"this is no ONNX model" * 50)
         model.with_name(model.name + ".json").write_text('{"audio": {"sample_rate": 22050}}')
-    rig = daemon_rig(real_voices=True, clips={"sorry": SORRY, "fire_alarm": FIRE}, online_timeout=30,
-                     voice_extra=f"model: {model}",
-                     extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(
+        real_voices=True,
+        clips={"sorry": SORRY, "fire_alarm": FIRE},
+        online_timeout=30,
+        voice_extra=f"model: {model}",
+        extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n",
+    )
     # up, online, and the status says which voice and why
     degraded = {d["what"]: d["reason"] for d in rig.status["degraded"]}
     assert set(degraded) == {"voice"}, rig.status
@@ -90,7 +95,8 @@ def test_broken_voice_file_daemon_up_clip_plays_status_degraded(daemon_rig, tmp_
     # the file is fixed: a reload loads the voice, `degraded` clears, speech comes back
     model.write_bytes(test_voices["ok"].read_bytes())
     model.with_name(model.name + ".json").write_bytes(
-        test_voices["ok"].with_name(test_voices["ok"].name + ".json").read_bytes())
+        test_voices["ok"].with_name(test_voices["ok"].name + ".json").read_bytes()
+    )
     rig.daemon.on_signal(signal.SIGHUP)
     rig.probe.wait_status(lambda s: s["degraded"] == [] and s["voice"] == broken)
     rig.probe.publish({"id": "t4", "text": "Speech again."})
@@ -115,8 +121,12 @@ class RaisingVoice(FakeVoice):
 @pytest.mark.mqtt
 def test_synthesis_exception_and_unspeakable_play_the_fallback(daemon_rig) -> None:
     voice = RaisingVoice()
-    rig = daemon_rig(voice, clips={"sorry": SORRY, "fire_alarm": FIRE, "own": tone(300, 0.3)}, online_timeout=30,
-                     extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(
+        voice,
+        clips={"sorry": SORRY, "fire_alarm": FIRE, "own": tone(300, 0.3)},
+        online_timeout=30,
+        extra="fallback:\n  default_clip: sorry\n  rules:\n    - {match: fire, clip: fire_alarm}\n",
+    )
     assert rig.status["degraded"] == []
     rig.probe.publish({"id": "b1", "text": "Fire boom here."})
     rig.probe.wait_event("b1", "finished")
@@ -160,8 +170,12 @@ def test_error_mid_announcement_appends_the_clip(daemon_rig) -> None:
 
 @pytest.mark.mqtt
 def test_no_fallback_clip_still_fails_with_the_reason(daemon_rig) -> None:
-    rig = daemon_rig(RaisingVoice(), clips={"ok": SORRY}, online_timeout=30,
-                     extra="fallback:\n  rules:\n    - {match: x, clip: gone}\n")
+    rig = daemon_rig(
+        RaisingVoice(),
+        clips={"ok": SORRY},
+        online_timeout=30,
+        extra="fallback:\n  rules:\n    - {match: x, clip: gone}\n",
+    )
     # a configured fallback clip that is not in the library is reported
     assert rig.status["degraded"] == [{"what": "clips", "reason": "fallback clips not in clips/dir: gone"}]
     rig.probe.publish({"id": "n1", "text": "boom."})
@@ -173,15 +187,19 @@ def test_no_fallback_clip_still_fails_with_the_reason(daemon_rig) -> None:
 def test_slow_voice_misses_the_deadline_fallback_clip_in_time(daemon_rig, test_voices) -> None:
     """The generated `slow` model takes ~1 s a sentence here; the deadline is 300 ms."""
     deadline_ms = 300
-    rig = daemon_rig(real_voices=True, clips={"sorry": SORRY, "fire_alarm": FIRE}, online_timeout=30,
-                     voice_extra=f"model: {test_voices['slow']}",
-                     extra=f"fallback:\n  default_clip: sorry\n  deadline_ms: {deadline_ms}\n"
-                           "  rules:\n    - {match: fire, clip: fire_alarm}\n")
+    rig = daemon_rig(
+        real_voices=True,
+        clips={"sorry": SORRY, "fire_alarm": FIRE},
+        online_timeout=30,
+        voice_extra=f"model: {test_voices['slow']}",
+        extra=f"fallback:\n  default_clip: sorry\n  deadline_ms: {deadline_ms}\n"
+        "  rules:\n    - {match: fire, clip: fire_alarm}\n",
+    )
     assert rig.status["degraded"] == []
     fire = rig.clip("fire_alarm")
     t0 = time.monotonic()
     rig.probe.publish({"id": "s1", "text": "Fire in the east wing. Please leave the building."})
-    seen = rig.capture.wait_for(fire[FADE:FADE + 2000], timeout=10)
+    seen = rig.capture.wait_for(fire[FADE : FADE + 2000], timeout=10)
     # on the captured PCM: the clip began within the deadline (+ slack for a loaded 2-core VM)
     print(f"clip in the capture {1000 * (seen - t0):.0f} ms after publish")
     assert seen - t0 < (deadline_ms + 250) / 1000, seen - t0

@@ -35,16 +35,22 @@ GROUP = "platform-2"
 
 
 def _cli(config: Path, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "edgetts.cli", verb, "--config", str(config), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", verb, "--config", str(config), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
 
 
 def _fleet(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return _cli(config, "fleet", *args)
 
 
-def test_twenty_daemons_one_broker(mosquitto: Broker, alsa_capture: Any, tmp_path: Path,
-                                   daemon_processes: list[DaemonProcess]) -> None:
+def test_twenty_daemons_one_broker(
+    mosquitto: Broker, alsa_capture: Any, tmp_path: Path, daemon_processes: list[DaemonProcess]
+) -> None:
     prefix = f"fleet{uuid.uuid4().hex[:6]}"  # its own prefix: other tests' retained statuses stay out
 
     def config(device: str, group: bool, extra: str = "") -> Path:
@@ -60,12 +66,22 @@ def test_twenty_daemons_one_broker(mosquitto: Broker, alsa_capture: Any, tmp_pat
         from support.fakes import FakeVoice
 
         for device, grouped in list(members.items())[:IN_PROCESS]:
-            rigs.append(DaemonRig(config(device, grouped), mosquitto, alsa_capture, {"default": FakeVoice()},
-                                  stream_factory=NullStream))
+            rigs.append(
+                DaemonRig(
+                    config(device, grouped),
+                    mosquitto,
+                    alsa_capture,
+                    {"default": FakeVoice()},
+                    stream_factory=NullStream,
+                )
+            )
         # the twentieth: a real process whose voice is missing (clips only), to be killed
         last = list(members)[-1]
-        broken = config(last, members[last]).read_text().replace(
-            "voice:\n", f"voice:\n  model: {tmp_path / 'no-such-voice.onnx'}\n")
+        broken = (
+            config(last, members[last])
+            .read_text()
+            .replace("voice:\n", f"voice:\n  model: {tmp_path / 'no-such-voice.onnx'}\n")
+        )
         (tmp_path / f"{last}.yaml").write_text(broken)
         proc = DaemonProcess(tmp_path / f"{last}.yaml", alsa_capture.env, tmp_path / "last.log").start()
         daemon_processes.append(proc)
@@ -101,8 +117,9 @@ def test_twenty_daemons_one_broker(mosquitto: Broker, alsa_capture: Any, tmp_pat
         assert all(" online " in line for line in table[1:])
 
         # `edgetts announce` to the group: each member's events, exit 0 when all finished
-        out = _cli(config("site-00", True), "announce", "Platform two, all members.", "--to", f"group/{GROUP}",
-                   "--json")
+        out = _cli(
+            config("site-00", True), "announce", "Platform two, all members.", "--to", f"group/{GROUP}", "--json"
+        )
         assert out.returncode == 0, out.stderr
         lines = [json.loads(line) for line in out.stdout.splitlines()]
         ended = {ev["device"]: ev["event"] for ev in lines if ev["event"] in ("finished", "failed")}

@@ -36,11 +36,12 @@ class LeadVoice(FakeVoice):
 def test_held_speech_starts_after_its_lead_and_plays_whole(daemon_rig) -> None:  # type: ignore[no-untyped-def]
     # Each sentence (>= 0.13 s of audio) comes 0.1 s after the one before: once started, it keeps up.
     rig = daemon_rig(LeadVoice(0.6, 0.1), audio_extra="realtime_pacing: true")
-    text = " ".join(f"Platform {n} is closed." for n in ("one", "two", "three", "four", "five", "six", "seven",
-                                                         "eight"))
+    text = " ".join(
+        f"Platform {n} is closed." for n in ("one", "two", "three", "four", "five", "six", "seven", "eight")
+    )
     t0 = time.monotonic()
     rig.probe.publish({"id": "h1", "text": text})
-    seen = rig.capture.wait_for(rig.expected(text)[FADE:FADE + 500], timeout=10)
+    seen = rig.capture.wait_for(rig.expected(text)[FADE : FADE + 500], timeout=10)
     assert seen - t0 >= 0.6, seen - t0
     done = rig.probe.wait_event("h1", "finished")
     assert done["underruns"] == 0 and done["gap_ms"] == 0
@@ -49,8 +50,12 @@ def test_held_speech_starts_after_its_lead_and_plays_whole(daemon_rig) -> None: 
 
 
 def test_deadline_fallback_wins_while_speech_is_held(daemon_rig) -> None:  # type: ignore[no-untyped-def]
-    rig = daemon_rig(LeadVoice(3.0, 0.5), clips={"fire_alarm": FIRE}, online_timeout=30,
-                     extra="fallback:\n  default_clip: fire_alarm\n  deadline_ms: 300\n")
+    rig = daemon_rig(
+        LeadVoice(3.0, 0.5),
+        clips={"fire_alarm": FIRE},
+        online_timeout=30,
+        extra="fallback:\n  default_clip: fire_alarm\n  deadline_ms: 300\n",
+    )
     text = "Fire in the east wing. Please leave the building."
     rig.probe.publish({"id": "f1", "text": text})
     fb = rig.probe.wait_event("f1", "fallback", 10)
@@ -61,4 +66,4 @@ def test_deadline_fallback_wins_while_speech_is_held(daemon_rig) -> None:  # typ
     pcm = rig.capture.pcm()
     fire = rig.clip("fire_alarm")
     assert assert_played(pcm, fire, FADE) == 0 and pcm.size == fire.size
-    assert find(pcm, rig.expected(text)[FADE:FADE + 500]) < 0
+    assert find(pcm, rig.expected(text)[FADE : FADE + 500]) < 0

@@ -87,19 +87,27 @@ def _wav(raw: bytes) -> tuple[tuple[int, int, int], np.ndarray]:
     with wave.open(io.BytesIO(raw)) as wav:
         params = (wav.getframerate(), wav.getsampwidth(), wav.getnchannels())
     start = raw.index(b"data", 12) + 8
-    return params, np.frombuffer(raw[start:start + (len(raw) - start) // 2 * 2], dtype="<i2")
+    return params, np.frombuffer(raw[start : start + (len(raw) - start) // 2 * 2], dtype="<i2")
 
 
 def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
-        daemon_rig: Callable[..., DaemonRig], hass: HomeAssistant, mosquitto: Broker, tmp_path: Path,
-        test_voices: dict[str, Path]) -> None:
+    daemon_rig: Callable[..., DaemonRig],
+    hass: HomeAssistant,
+    mosquitto: Broker,
+    tmp_path: Path,
+    test_voices: dict[str, Path],
+) -> None:
     port = _port()
     spare = tmp_path / "spare.onnx"  # missing at start: degraded until it is there and reloaded
-    rig = daemon_rig(real_voices=True, online_timeout=60, audio_extra="realtime_pacing: true",
-                     extra=f"voices:\n  spare: {{model: {spare}}}\n"
-                           f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}'}}\n"
-                           "homeassistant: {discovery: true}\n",
-                     queue_extra=f"state_dir: {tmp_path / 'state'}")
+    rig = daemon_rig(
+        real_voices=True,
+        online_timeout=60,
+        audio_extra="realtime_pacing: true",
+        extra=f"voices:\n  spare: {{model: {spare}}}\n"
+        f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}'}}\n"
+        "homeassistant: {discovery: true}\n",
+        queue_extra=f"state_dir: {tmp_path / 'state'}",
+    )
     node = node_id(load_config(rig.config))
 
     assert hass.flow("mqtt", {"broker": "127.0.0.1", "port": mosquitto.port})["type"] == "create_entry"
@@ -107,11 +115,21 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
     assert wyoming["type"] == "create_entry", wyoming
 
     # The device and its entities appear, available, the degraded sensor on with the reason.
-    wanted = {f"text.{node}_message", f"sensor.{node}_state", f"sensor.{node}_queue_depth",
-              f"sensor.{node}_last_announcement", f"binary_sensor.{node}_degraded", f"button.{node}_test",
-              f"button.{node}_stop", f"select.{node}_voice", "tts.edgetts"}
-    states = hass.wait_state(lambda s: wanted <= set(s) and s[f"binary_sensor.{node}_degraded"]["state"] == "on",
-                             what="the device's entities")
+    wanted = {
+        f"text.{node}_message",
+        f"sensor.{node}_state",
+        f"sensor.{node}_queue_depth",
+        f"sensor.{node}_last_announcement",
+        f"binary_sensor.{node}_degraded",
+        f"button.{node}_test",
+        f"button.{node}_stop",
+        f"select.{node}_voice",
+        "tts.edgetts",
+    }
+    states = hass.wait_state(
+        lambda s: wanted <= set(s) and s[f"binary_sensor.{node}_degraded"]["state"] == "on",
+        what="the device's entities",
+    )
     degraded = states[f"binary_sensor.{node}_degraded"]["attributes"]
     assert "spare" in degraded.get("voice", ""), degraded
     assert states[f"sensor.{node}_queue_depth"]["state"] == "0"
@@ -124,8 +142,9 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
     rig.probe.wait(lambda p: any(e["event"] == "finished" for e in p.events), 60, "the announcement")
     assert text in rig.said
     assert find(rig.capture.pcm(), _expected(text)[400:-400], before) >= 0
-    hass.wait_state(lambda s: s[f"sensor.{node}_last_announcement"]["state"] not in ("unknown", ""),
-                    what="the last announcement")
+    hass.wait_state(
+        lambda s: s[f"sensor.{node}_last_announcement"]["state"] not in ("unknown", ""), what="the last announcement"
+    )
 
     # Its stop button ends what plays (a control message from the button's payload).
     long_text = " ".join(f"This is sentence {n} of a long announcement." for n in range(1, 9))
@@ -135,8 +154,11 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
     assert rig.probe.wait_event("long-1", "cancelled", 30)["reason"] == "stopped from mqtt"
 
     # Home Assistant's Wyoming TTS through edgetts returns the voice's audio.
-    url = hass.request("POST", "/api/tts_get_url", {"engine_id": "tts.edgetts", "message": "Platform two.",
-                                                    "options": {"preferred_format": "wav"}})
+    url = hass.request(
+        "POST",
+        "/api/tts_get_url",
+        {"engine_id": "tts.edgetts", "message": "Platform two.", "options": {"preferred_format": "wav"}},
+    )
     params, audio = _wav(hass.request("GET", url["path"]))
     assert params == (22050, 2, 1)
     assert np.array_equal(audio, _expected("Platform two."))
@@ -153,23 +175,32 @@ def test_home_assistant_sees_the_device_announces_and_speaks_through_wyoming(
 
 
 def test_home_assistant_announces_through_notify_and_its_assist_satellite(
-        daemon_rig: Callable[..., DaemonRig], new_hass: HomeAssistant, mosquitto: Broker, tmp_path: Path) -> None:
+    daemon_rig: Callable[..., DaemonRig], new_hass: HomeAssistant, mosquitto: Broker, tmp_path: Path
+) -> None:
     hass = new_hass
     port, sat_port = _port(), _port()
-    rig = daemon_rig(real_voices=True, online_timeout=60,
-                     extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', "
-                           f"satellite_uri: 'tcp://127.0.0.1:{sat_port}', satellite_area: Hall}}\n"
-                           "homeassistant: {discovery: true, name: Front desk}\n",
-                     queue_extra=f"state_dir: {tmp_path / 'state'}")
+    rig = daemon_rig(
+        real_voices=True,
+        online_timeout=60,
+        extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', "
+        f"satellite_uri: 'tcp://127.0.0.1:{sat_port}', satellite_area: Hall}}\n"
+        "homeassistant: {discovery: true, name: Front desk}\n",
+        queue_extra=f"state_dir: {tmp_path / 'state'}",
+    )
     node = node_id(load_config(rig.config))
     assert hass.flow("mqtt", {"broker": "127.0.0.1", "port": mosquitto.port})["type"] == "create_entry"
     assert hass.flow("wyoming", {"host": "127.0.0.1", "port": port})["type"] == "create_entry"
     satellite = hass.flow("wyoming", {"host": "127.0.0.1", "port": sat_port})
     assert satellite["type"] == "create_entry" and satellite["title"] == "Front desk", satellite
 
-    states = hass.wait_state(lambda s: s.get(f"notify.{node}_announce", {}).get("state", "unavailable") != "unavailable"
-                             and "tts.edgetts" in s and any(k.startswith("assist_satellite.") for k in s),
-                             what="notify (available) and the satellite")
+    states = hass.wait_state(
+        lambda s: (
+            s.get(f"notify.{node}_announce", {}).get("state", "unavailable") != "unavailable"
+            and "tts.edgetts" in s
+            and any(k.startswith("assist_satellite.") for k in s)
+        ),
+        what="notify (available) and the satellite",
+    )
     entity = next(k for k in states if k.startswith("assist_satellite."))
     assert states[entity]["state"] == "idle", states[entity]
 
@@ -183,14 +214,19 @@ def test_home_assistant_announces_through_notify_and_its_assist_satellite(
     # assist_satellite.announce: HA renders the media (here its own TTS through edgetts's Wyoming
     # server), converts it with ffmpeg and streams it to the satellite, which plays it through the
     # queue as an announcement of its own and answers `played`.
-    url = hass.request("POST", "/api/tts_get_url", {"engine_id": "tts.edgetts", "message": "Mind the gap.",
-                                                    "options": {"preferred_format": "wav"}})
+    url = hass.request(
+        "POST",
+        "/api/tts_get_url",
+        {"engine_id": "tts.edgetts", "message": "Mind the gap.", "options": {"preferred_format": "wav"}},
+    )
     before = rig.capture.pcm().size
     finished = len([e for e in rig.probe.events if e["event"] == "finished"])
-    hass.call("assist_satellite", "announce", {"entity_id": entity, "media_id": hass.url + url["path"],
-                                                "preannounce": False})
-    rig.probe.wait(lambda p: len([e for e in p.events if e["event"] == "finished"]) > finished, 60,
-                   "the satellite's announcement")
+    hass.call(
+        "assist_satellite", "announce", {"entity_id": entity, "media_id": hass.url + url["path"], "preannounce": False}
+    )
+    rig.probe.wait(
+        lambda p: len([e for e in p.events if e["event"] == "finished"]) > finished, 60, "the satellite's announcement"
+    )
     ids = [e["id"] for e in rig.probe.events if e["event"] == "finished"]
     assert ids[-1].startswith("wyoming-"), ids
     assert find(rig.capture.pcm(), _announced(_expected("Mind the gap."))[600:-600], before) >= 0
@@ -199,16 +235,36 @@ def test_home_assistant_announces_through_notify_and_its_assist_satellite(
     # person would under Settings > Voice assistants.
     pipelines = hass.websocket({"type": "assist_pipeline/pipeline/list"})[0]["result"]
     pipeline = next(p for p in pipelines["pipelines"] if p["id"] == pipelines["preferred_pipeline"])
-    fields = {k: pipeline[k] for k in ("conversation_engine", "conversation_language", "language", "name",
-                                       "stt_engine", "stt_language", "wake_word_entity", "wake_word_id")}
-    updated = hass.websocket({"type": "assist_pipeline/pipeline/update", "pipeline_id": pipeline["id"], **fields,
-                              "tts_engine": "tts.edgetts", "tts_language": "en_US", "tts_voice": "default"})
+    fields = {
+        k: pipeline[k]
+        for k in (
+            "conversation_engine",
+            "conversation_language",
+            "language",
+            "name",
+            "stt_engine",
+            "stt_language",
+            "wake_word_entity",
+            "wake_word_id",
+        )
+    }
+    updated = hass.websocket(
+        {
+            "type": "assist_pipeline/pipeline/update",
+            "pipeline_id": pipeline["id"],
+            **fields,
+            "tts_engine": "tts.edgetts",
+            "tts_language": "en_US",
+            "tts_voice": "default",
+        }
+    )
     assert updated[0]["success"], updated
     before = rig.capture.pcm().size
     text = "The shop closes in ten minutes."
     hass.call("assist_satellite", "announce", {"entity_id": entity, "message": text, "preannounce": False})
-    rig.probe.wait(lambda p: len([e for e in p.events if e["event"] == "finished"]) > finished + 1, 60,
-                   "the satellite's message")
+    rig.probe.wait(
+        lambda p: len([e for e in p.events if e["event"] == "finished"]) > finished + 1, 60, "the satellite's message"
+    )
     assert find(rig.capture.pcm(), _announced(_expected(text))[600:-600], before) >= 0
     assert "Did not receive played event" not in hass.output()
     assert "deprecated option `object_id`" not in hass.output()  # it stops working in 2026.4

@@ -101,8 +101,7 @@ def test_configs_name_one_device_with_every_entity() -> None:
     out = configs(config)
     assert len(out) == len(COMPONENTS) == 9
     components = sorted(topic.split("/")[1] for topic in out)
-    assert components == ["binary_sensor", "button", "button", "notify", "select", "sensor", "sensor", "sensor",
-                          "text"]
+    assert components == ["binary_sensor", "button", "button", "notify", "select", "sensor", "sensor", "sensor", "text"]
     for topic, payload in out.items():
         assert topic.startswith("homeassistant/") and topic.endswith("/config")
         assert topic.split("/")[2] == "edgetts_hall_1"
@@ -134,16 +133,16 @@ def test_discovery_is_retained_and_a_renamed_device_leaves_nothing_behind(mosqui
     text = json.loads(got[f"{prefix}-ha/text/edgetts_kitchen/message/config"])
     assert text["device"]["name"] == "Platform speaker"
     state = retained(mosquitto, f"{prefix}/kitchen/homeassistant/state")
-    assert json.loads(state[f"{prefix}/kitchen/homeassistant/state"])["degraded"] == {
-        "voice": "voice 'x' did not load"}
+    assert json.loads(state[f"{prefix}/kitchen/homeassistant/state"])["degraded"] == {"voice": "voice 'x' did not load"}
 
     renamed = _config(mosquitto, "hall", prefix)
     service = HomeAssistantService(renamed, state_dir=tmp_path)
     service.start(ctx)
     try:
         deadline = time.monotonic() + 10
-        while set(got := retained(mosquitto, f"{prefix}-ha/#")) != set(configs(renamed)) \
-                and time.monotonic() < deadline:
+        while (
+            set(got := retained(mosquitto, f"{prefix}-ha/#")) != set(configs(renamed)) and time.monotonic() < deadline
+        ):
             pass
     finally:
         service.close()

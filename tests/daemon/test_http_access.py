@@ -44,8 +44,11 @@ def test_credentials_from_a_file_a_systemd_credential_and_tokens(tmp_path: Path)
     with pytest.raises(AccessSetupError, match="CREDENTIALS_DIRECTORY"):
         load_credentials(settings, {})
     (tmp_path / "empty").write_text("# nothing\n")
-    for bad in (HttpSettings(password_file=str(tmp_path / "empty")), HttpSettings(tokens_file=str(tmp_path / "empty")),
-                HttpSettings(password_file=str(tmp_path / "absent"))):
+    for bad in (
+        HttpSettings(password_file=str(tmp_path / "empty")),
+        HttpSettings(tokens_file=str(tmp_path / "empty")),
+        HttpSettings(password_file=str(tmp_path / "absent")),
+    ):
         with pytest.raises(AccessSetupError):
             load_credentials(bad)
     assert load_credentials(HttpSettings()).open

@@ -48,10 +48,12 @@ def test_announce_through_the_api_plays_with_the_same_events_and_reasons(daemon_
     assert plain.status == 202 and plain.json()["id"]
     rig.probe.wait_event(plain.json()["id"], "finished")
     # 400 with exactly the reason of the `rejected` event
-    for bad, reason in (({"id": "b1", "text": 5}, "text must be a string"),
-                        ({"id": "b2", "text": "x", "priority": "urgent"}, "priority must be one of"),
-                        ({"id": "b3", "clip": "nope"}, "unknown clip 'nope'"),
-                        (b'{"id": "b4", "text": ', None)):
+    for bad, reason in (
+        ({"id": "b1", "text": 5}, "text must be a string"),
+        ({"id": "b2", "text": "x", "priority": "urgent"}, "priority must be one of"),
+        ({"id": "b3", "clip": "nope"}, "unknown clip 'nope'"),
+        (b'{"id": "b4", "text": ', None),
+    ):
         reply = c.post("/api/announce", bad)
         assert reply.status == 400, reply.body
         ident = reply.json()["id"]
@@ -62,8 +64,10 @@ def test_announce_through_the_api_plays_with_the_same_events_and_reasons(daemon_
     # without credentials only a loopback Host is served (a DNS-rebound page of another name is refused)
     for host in ("evil.example", f"evil.example:{c.port}", f"10.0.0.1:{c.port}"):
         assert c.get("/api/session", headers={"host": host}).status == 403
-        assert c.post("/api/announce", {"text": "rebound"}, headers={"host": host, "origin": f"http://{host}"}
-                      ).status == 403
+        assert (
+            c.post("/api/announce", {"text": "rebound"}, headers={"host": host, "origin": f"http://{host}"}).status
+            == 403
+        )
     for host in (f"localhost:{c.port}", f"127.0.0.1:{c.port}", f"[::1]:{c.port}"):
         assert c.get("/api/queue", headers={"host": host}).status == 200
     # the same id again: accepted as the duplicate it is, nothing queued twice
@@ -105,7 +109,9 @@ def test_stop_cancel_and_the_queue(daemon_rig) -> None:
     view = c.get("/api/queue").json()
     assert view["current"] == "long"
     assert [(e["id"], e["priority"], e["text"]) for e in view["queue"]] == [
-        ("q1", "low", "Queued q1."), ("q2", "low", "Queued q2.")]
+        ("q1", "low", "Queued q1."),
+        ("q2", "low", "Queued q2."),
+    ]
     # cancel one queued: gone with a `cancelled` event; an id neither queued nor playing is 404
     assert c.delete("/api/announcements/q1").status == 202
     assert "cancelled from http" in rig.probe.wait_event("q1", "cancelled")["reason"]
@@ -129,16 +135,25 @@ def test_read_only_views(daemon_rig, tmp_path: Path) -> None:
     chime = tone(880, 0.3)
     secret = "pa55-not-shown"
     (tmp_path / "broker.pw").write_text(secret + "\n")
-    rig, c = console_rig(daemon_rig, clips={"ding": chime, "bell_2": tone(440, 0.2)},
-                         mqtt_extra=f"username: u\npassword: {secret}",
-                         extra=f"cache:\n  dir: {tmp_path / 'cache'}\n")
+    rig, c = console_rig(
+        daemon_rig,
+        clips={"ding": chime, "bell_2": tone(440, 0.2)},
+        mqtt_extra=f"username: u\npassword: {secret}",
+        extra=f"cache:\n  dir: {tmp_path / 'cache'}\n",
+    )
     status = c.get("/api/status").json()
     assert status["state"] == "online" and isinstance(status["degraded"], list)
     assert status["voices"] == ["default"]
     voices = c.get("/api/voices").json()
     assert voices["default"] == "default"
-    assert voices["voices"][0] | {"streaming": None} == {"name": "default", "default": True, "loaded": True,
-                                                         "sample_rate": 22050, "streaming": None, "error": None}
+    assert voices["voices"][0] | {"streaming": None} == {
+        "name": "default",
+        "default": True,
+        "loaded": True,
+        "sample_rate": 22050,
+        "streaming": None,
+        "error": None,
+    }
     clips = c.get("/api/clips").json()["clips"]
     assert [x["name"] for x in clips] == ["bell_2", "ding"]
     assert clips[1]["duration_s"] == pytest.approx(0.3, abs=0.001)
@@ -146,8 +161,18 @@ def test_read_only_views(daemon_rig, tmp_path: Path) -> None:
     assert wav.status == 200 and wav.headers["content-type"] == "audio/wav"
     assert np.array_equal(np.frombuffer(wav.body[44:], "<i2"), clip_pcm(rig.daemon.clips.get("ding")))
     # a clip is named, never a path: nothing is ever opened from what the request says
-    for bad in ("..%2F..%2Fetc%2Fpasswd", "../x", "a%00b", "%2Fetc%2Fpasswd", "C:x", "a.wav", "x" * 65, "ding%0A",
-                "ding/../ding", "%20ding"):
+    for bad in (
+        "..%2F..%2Fetc%2Fpasswd",
+        "../x",
+        "a%00b",
+        "%2Fetc%2Fpasswd",
+        "C:x",
+        "a.wav",
+        "x" * 65,
+        "ding%0A",
+        "ding/../ding",
+        "%20ding",
+    ):
         reply = c.get(f"/api/clips/{bad}")
         assert reply.status == 400, (bad, reply.body)
     assert c.get("/api/clips/absent").status == 404
@@ -266,8 +291,12 @@ def test_body_size_and_rate_limits(daemon_rig) -> None:
     # a chunked body gives no size first: it is cut off as it is read
     conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
     conn.putrequest("POST", "/api/announce")
-    for k, v in (("cookie", c.cookie), ("x-csrf-token", c.csrf), ("transfer-encoding", "chunked"),
-                 ("content-type", "application/json")):
+    for k, v in (
+        ("cookie", c.cookie),
+        ("x-csrf-token", c.csrf),
+        ("transfer-encoding", "chunked"),
+        ("content-type", "application/json"),
+    ):
         conn.putheader(k, v or "")
     conn.endheaders()
     for _ in range(4):
@@ -317,8 +346,26 @@ def test_a_bad_credential_or_port_degrades_http_and_serves_nothing(daemon_rig, t
 
 def test_tls_serves_https_with_secure_cookies(daemon_rig, tmp_path: Path) -> None:
     cert, key = tmp_path / "console.crt", tmp_path / "console.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     port = free_port()
     rig = daemon_rig(extra=http_extra(port, f"certfile: {cert}\nkeyfile: {key}"))
     c = Client(port, tls=True)
@@ -330,8 +377,7 @@ def test_tls_serves_https_with_secure_cookies(daemon_rig, tmp_path: Path) -> Non
     with pytest.raises((OSError, http.client.HTTPException)):  # plain HTTP to the TLS port: no answer
         Client(port, timeout=5).get("/api/status")
     # a key that does not match its certificate: the console does not start, and says why
-    subprocess.run(["openssl", "genrsa", "-out", str(tmp_path / "other.key"), "2048"], check=True,
-                   capture_output=True)
+    subprocess.run(["openssl", "genrsa", "-out", str(tmp_path / "other.key"), "2048"], check=True, capture_output=True)
     bad = daemon_rig(extra=http_extra(free_port(), f"certfile: {cert}\nkeyfile: {tmp_path / 'other.key'}"))
     status = bad.probe.wait_status(lambda s: any(d["what"] == "http" for d in s["degraded"]))
     assert "certfile and keyfile" in next(d["reason"] for d in status["degraded"] if d["what"] == "http")

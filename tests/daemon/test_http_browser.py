@@ -36,9 +36,18 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
     options = Options()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1100", "--autoplay-policy=no-user-gesture-required", "--mute-audio",
-                "--no-first-run", "--disable-extensions", "--disable-background-networking"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1100",
+        "--autoplay-policy=no-user-gesture-required",
+        "--mute-audio",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+    ):
         options.add_argument(arg)
     # The browser's own sound (the previews) goes to a null device: with the test's ALSA environment
     # it would write into the daemon's capture (a file of its own, read as if the daemon played it).
@@ -79,10 +88,13 @@ def _announce(driver: Any, text: str, priority: str = "normal") -> str:
 def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path) -> None:
     (tmp_path / "pw").write_text(PASSWORD + "\n")
     port = free_port()
-    rig = daemon_rig(clips={"ding": tone(880, 0.4)}, audio_extra="realtime_pacing: true",
-                     device_extra="groups: [platforms]",
-                     extra="voices:\n  lobby:\n    model: nosuch\n"  # a voice that does not load: degraded
-                     + http_extra(port, f"password_file: {tmp_path / 'pw'}"))
+    rig = daemon_rig(
+        clips={"ding": tone(880, 0.4)},
+        audio_extra="realtime_pacing: true",
+        device_extra="groups: [platforms]",
+        extra="voices:\n  lobby:\n    model: nosuch\n"  # a voice that does not load: degraded
+        + http_extra(port, f"password_file: {tmp_path / 'pw'}"),
+    )
     d = browser
     d.get(f"http://127.0.0.1:{port}/")
     # log in
@@ -102,7 +114,10 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     _wait(d, lambda d: d.find_element("id", "status-state").text == "online")
     assert d.execute_script("return document.cookie") == ""  # HttpOnly: no script sees the session
     assert [o.get_attribute("value") for o in d.find_elements("css selector", "#zone option")] == [
-        "device", "all", "group:platforms"]
+        "device",
+        "all",
+        "group:platforms",
+    ]
     assert d.find_element("id", "cache").text.startswith("off")
     assert "default (default)" in d.find_element("id", "voices").text
     # every degraded reason, as the status says it (here: a voice that did not load)

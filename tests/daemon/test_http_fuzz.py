@@ -23,8 +23,24 @@ SEED = 18
 ROUNDS = 5200
 
 VALID = {"id": "v", "text": "Mind the gap.", "priority": "normal", "volume": 0.5, "repeat": 1}
-PATHS = ["../x", "..", "/etc/passwd", "..\\x", "a/b", "C:\\x", "x\x00y", "x.wav", "%2e%2e", "~root", "x" * 65,
-         "\u202e", "ding/../ding", "ding\n", " ding", ""]
+PATHS = [
+    "../x",
+    "..",
+    "/etc/passwd",
+    "..\\x",
+    "a/b",
+    "C:\\x",
+    "x\x00y",
+    "x.wav",
+    "%2e%2e",
+    "~root",
+    "x" * 65,
+    "\u202e",
+    "ding/../ding",
+    "ding\n",
+    " ding",
+    "",
+]
 
 
 def _bad_value(rng: random.Random) -> object:
@@ -118,34 +134,62 @@ def _header_abuse(rng: random.Random, cookie: str, csrf: str) -> bytes:
     if kind == 3:
         return (f"POST /api/announce HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: -{len(body)}\r\n\r\n").encode()
     if kind == 4:
-        return (f"POST /api/announce HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {len(body)}\r\n"
-                f"Transfer-Encoding: chunked\r\n\r\n").encode() + body
+        return (
+            f"POST /api/announce HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {len(body)}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n"
+        ).encode() + body
     if kind == 5:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
     if kind == 6:
-        return rng.choice([b"BREW /api/announce HTTP/1.1\r\n\r\n", b"GET /api/status HTTP/9.9\r\n\r\n",
-                           b"GET\r\n\r\n", b"GET /api/status\x00 HTTP/1.1\r\n\r\n", b"\r\n\r\n"])
+        return rng.choice(
+            [
+                b"BREW /api/announce HTTP/1.1\r\n\r\n",
+                b"GET /api/status HTTP/9.9\r\n\r\n",
+                b"GET\r\n\r\n",
+                b"GET /api/status\x00 HTTP/1.1\r\n\r\n",
+                b"\r\n\r\n",
+            ]
+        )
     if kind == 7:  # header injection through a value
-        return (b"POST /api/announce HTTP/1.1\r\nHost: x\r\nX-CSRF-Token: a\rb\r\n" + auth.encode()
-                + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    return (b"POST /api/announce HTTP/1.1\r\nHost: x\r\n" + b"Cookie: " + cookie.encode() + b"\r\n"
-            + b"Content-Type: application/json\r\nContent-Length: 9999999999999999999\r\n\r\n")
+        return (
+            b"POST /api/announce HTTP/1.1\r\nHost: x\r\nX-CSRF-Token: a\rb\r\n"
+            + auth.encode()
+            + b"Content-Length: %d\r\n\r\n" % len(body)
+            + body
+        )
+    return (
+        b"POST /api/announce HTTP/1.1\r\nHost: x\r\n"
+        + b"Cookie: "
+        + cookie.encode()
+        + b"\r\n"
+        + b"Content-Type: application/json\r\nContent-Length: 9999999999999999999\r\n\r\n"
+    )
 
 
-def test_fuzz_of_malformed_requests_crashes_nothing_and_plays_nothing(daemon_rig, tmp_path: Path,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_fuzz_of_malformed_requests_crashes_nothing_and_plays_nothing(
+    daemon_rig, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "pw").write_text("right\n")
     (tmp_path / "tokens").write_text("tok-fuzz-0123456789\n")
     port = free_port()
-    rig = daemon_rig(clips={"ding": tone(880, 0.2)}, extra=http_extra(
-        port, f"password_file: {tmp_path / 'pw'}\ntokens_file: {tmp_path / 'tokens'}\nrate_per_min: 100000\n"
-              "max_body_bytes: 16384"))
+    rig = daemon_rig(
+        clips={"ding": tone(880, 0.2)},
+        extra=http_extra(
+            port,
+            f"password_file: {tmp_path / 'pw'}\ntokens_file: {tmp_path / 'tokens'}\nrate_per_min: 100000\n"
+            "max_body_bytes: 16384",
+        ),
+    )
     user = Client(port)
     user.wait_up()
     assert user.login("right").status == 200
     script = Client(port, token="tok-fuzz-0123456789")
-    strangers = [Client(port), Client(port, token="tok-guess"), Client(port, cookie=user.cookie),
-                 Client(port, cookie="edgetts_session=forged", csrf="forged")]
+    strangers = [
+        Client(port),
+        Client(port, token="tok-guess"),
+        Client(port, cookie=user.cookie),
+        Client(port, cookie="edgetts_session=forged", csrf="forged"),
+    ]
     rng = random.Random(SEED)
     codes: Counter[int] = Counter()
     raw_answers: Counter[bytes] = Counter()
@@ -154,30 +198,53 @@ def test_fuzz_of_malformed_requests_crashes_nothing_and_plays_nothing(daemon_rig
         if kind in (0, 1):
             reply = rng.choice([user, script]).post("/api/announce", _mutated_announcement(rng))
         elif kind == 2:
-            reply = rng.choice([user, script]).post(rng.choice(["/api/announce", "/api/tts", "/api/tts/batch",
-                                                                "/api/login"]), _broken_json(rng))
+            reply = rng.choice([user, script]).post(
+                rng.choice(["/api/announce", "/api/tts", "/api/tts/batch", "/api/login"]), _broken_json(rng)
+            )
         elif kind == 3:  # a valid announcement without the right credentials or CSRF token
             stranger = rng.choice(strangers)
-            reply = stranger.post("/api/announce", dict(VALID, id=f"fs-{i}"), headers=rng.choice(
-                [{}, {"origin": "http://evil.example"}, {"x-csrf-token": ""}, {"authorization": "Bearer "},
-                 {"authorization": "Basic cmlnaHQ="}, {"sec-fetch-site": "cross-site"}]))
+            reply = stranger.post(
+                "/api/announce",
+                dict(VALID, id=f"fs-{i}"),
+                headers=rng.choice(
+                    [
+                        {},
+                        {"origin": "http://evil.example"},
+                        {"x-csrf-token": ""},
+                        {"authorization": "Bearer "},
+                        {"authorization": "Basic cmlnaHQ="},
+                        {"sec-fetch-site": "cross-site"},
+                    ]
+                ),
+            )
             assert reply.status in (401, 403), reply.body
         elif kind == 4:
             name = rng.choice(PATHS + ["".join(chr(rng.randrange(32, 0x2FF)) for _ in range(rng.randrange(1, 80)))])
             reply = user.get("/api/clips/" + quote(name, safe=rng.choice(["", "/", "/.%"])))
         elif kind == 5:
-            reply = rng.choice([user, script]).post("/api/tts", rng.choice([
-                {"text": _bad_value(rng)}, {"text": "x", "voice": _bad_value(rng)},
-                {"text": "x", "length_scale": rng.choice([0, 11, "fast", True])}, {"text": "x", "nope": 1},
-                {"texts": "x"}]))
+            reply = rng.choice([user, script]).post(
+                "/api/tts",
+                rng.choice(
+                    [
+                        {"text": _bad_value(rng)},
+                        {"text": "x", "voice": _bad_value(rng)},
+                        {"text": "x", "length_scale": rng.choice([0, 11, "fast", True])},
+                        {"text": "x", "nope": 1},
+                        {"texts": "x"},
+                    ]
+                ),
+            )
         elif kind == 6:
             reply = user.delete("/api/announcements/" + quote(rng.choice(PATHS + ["nope", "x" * 300]), safe=""))
         elif kind == 7:
             reply = user.post("/api/announce", b"{" + b" " * rng.randrange(16385, 40000) + b"}")
             assert reply.status == 413
         elif kind == 8:
-            reply = user.post("/api/login", rng.choice([{"password": 1}, {"pw": "right"}, [], {"password": "wrong"}]),
-                              headers={"origin": "http://evil.example"} if rng.random() < 0.5 else {})
+            reply = user.post(
+                "/api/login",
+                rng.choice([{"password": 1}, {"pw": "right"}, [], {"password": "wrong"}]),
+                headers={"origin": "http://evil.example"} if rng.random() < 0.5 else {},
+            )
         else:
             raw_answers[_raw(port, _header_abuse(rng, user.cookie or "", user.csrf or ""))[:12]] += 1
             continue

@@ -31,8 +31,26 @@ def _pcm(body: bytes) -> tuple[np.ndarray, int]:
 def _synth(tmp_path: Path, text: str) -> np.ndarray:
     out = tmp_path / "synth.wav"
     # --threads 1 as the rig's voice: onnxruntime's sums may differ in the last bit with the thread count
-    subprocess.run([sys.executable, "-m", "edgetts.cli", "synth", "--noise-scale", "0", "--noise-w", "0",
-                    "--threads", "1", "-o", str(out), text], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgetts.cli",
+            "synth",
+            "--noise-scale",
+            "0",
+            "--noise-w",
+            "0",
+            "--threads",
+            "1",
+            "-o",
+            str(out),
+            text,
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     with wave.open(str(out)) as w:
         return np.frombuffer(w.readframes(w.getnframes()), "<i2")
 

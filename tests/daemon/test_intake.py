@@ -115,12 +115,12 @@ class _Link:
 
 
 def _inbound(payload: bytes, mid: int = 7, retain: bool = False) -> Inbound:
-    return Inbound("test/x/announce", payload, AckHandle(mid, 1, 1), False, time.time(), time.monotonic(),
-                   retain=retain)
+    return Inbound(
+        "test/x/announce", payload, AckHandle(mid, 1, 1), False, time.time(), time.monotonic(), retain=retain
+    )
 
 
-def test_an_unexpected_exception_is_a_rejection_and_the_message_is_acked(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_exception_is_a_rejection_and_the_message_is_acked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in a check (here: the parser raising KeyError) must not become a crash loop."""
     import edgetts.daemon.admission.admit as admission
 
@@ -129,8 +129,9 @@ def test_an_unexpected_exception_is_a_rejection_and_the_message_is_acked(
     events.attach(link)
     scheduler = Scheduler(8, 60.0)
 
-    def broken(payload: bytes, received_at: float, assets: Assets, new_id: object = None,
-               hops: object = None) -> Announcement:
+    def broken(
+        payload: bytes, received_at: float, assets: Assets, new_id: object = None, hops: object = None
+    ) -> Announcement:
         raise KeyError("voices")
 
     monkeypatch.setattr(admission, "parse", broken)
@@ -144,8 +145,7 @@ def test_a_failing_rejected_event_still_acknowledges() -> None:
     link = _Link(fail_publish=True)
     events = Events(Health())
     events.attach(link)
-    assert admit(_inbound(b'{"id":"x","text":42}', mid=9), Assets(Config()), Scheduler(8, 60.0), [],
-                 events) is None
+    assert admit(_inbound(b'{"id":"x","text":42}', mid=9), Assets(Config()), Scheduler(8, 60.0), [], events) is None
     assert link.acks == [AckHandle(9, 1, 1)]
 
 
@@ -161,7 +161,8 @@ def _publish_retained(broker: Broker, topic: str, payload: bytes) -> None:
 
 
 def test_hostile_payloads_each_rejected_once_and_the_next_one_plays(
-        daemon_rig, mosquitto: Broker, caplog: pytest.LogCaptureFixture) -> None:
+    daemon_rig, mosquitto: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
     device = "intake-hostile"
     topic = f"test/{device}/announce"
     _publish_retained(mosquitto, topic, b'{"id":"stale","text":"Old news."}')
@@ -210,7 +211,11 @@ def test_markup_is_spoken_clean(daemon_rig) -> None:
     rig.probe.publish({"id": "last", "text": "Done."})
     rig.probe.wait_event("last", "finished")
     assert [" ".join(c.split()) for c in rig.voice.calls[calls:]] == [
-        "Hello.", "Gate five is closed.", "Fire drill.", "Done."]
+        "Hello.",
+        "Gate five is closed.",
+        "Fire drill.",
+        "Done.",
+    ]
 
 
 def test_retained_announcements_play_when_accepted(daemon_rig, mosquitto: Broker) -> None:

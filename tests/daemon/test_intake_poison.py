@@ -78,7 +78,10 @@ def _config(mosquitto: Broker, device: str, journal: Path, audio_extra: str = ""
 
 
 def test_a_message_that_killed_the_daemon_twice_is_rejected_as_poison(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     device = "proc-poison"
     topic = f"test/{device}/announce"
@@ -117,15 +120,20 @@ def test_a_message_that_killed_the_daemon_twice_is_rejected_as_poison(
 
 
 def test_killed_while_playing_leaves_nothing_in_the_journal_and_replays(
-    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    mosquitto: Broker,
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     device = "proc-poison-play"
     journal_dir = tmp_path / "journal"
     config = tmp_path / "edgetts.yaml"
     config.write_text(_config(mosquitto, device, journal_dir, audio_extra="realtime_pacing: true"))
     probe = Probe(mosquitto, "test", device)
-    text = ("Attention all staff: a fire drill will take place today at 2 pm. When you hear the "
-            "alarm, leave the building by the nearest exit.")
+    text = (
+        "Attention all staff: a fire drill will take place today at 2 pm. When you hear the "
+        "alarm, leave the building by the nearest exit."
+    )
     try:
         for run in range(POISON_AFTER):  # killed while playing as often as a poison message kills
             capture = {**alsa_capture.env, "ALSA_CAPTURE_FILE": str(tmp_path / f"killed-{run}.raw")}

@@ -21,8 +21,17 @@ from edgetts.daemon.status import Degraded, Status
 SAMPLES = {
     Announcement: [
         Announcement(id="a", text="Hello."),
-        Announcement(id="b", clip="door-bell_2", priority="emergency", expires_at=1.7e9 + 0.5,
-                     voice="fr", volume=0.25, chime="ding", repeat=3, interrupt=True),
+        Announcement(
+            id="b",
+            clip="door-bell_2",
+            priority="emergency",
+            expires_at=1.7e9 + 0.5,
+            voice="fr",
+            volume=0.25,
+            chime="ding",
+            repeat=3,
+            interrupt=True,
+        ),
         Announcement(id="c", text="Fire in hall B.", fallback="fire_alarm", deadline_ms=1500),
         Announcement(id="s", text="The train is arriving.", play_at=1200.25),  # issue 19 (now=0 below)
     ],
@@ -30,33 +39,78 @@ SAMPLES = {
         Event(id="a", event="queued", ts=1700000000.125),
         Event(id="a", event="started", ts=1700000001.0, latency_ms=123.4),
         Event(id="", event="rejected", ts=1.0, reason="bad JSON: x"),
-        Event(id="f", event="fallback", ts=2.0, reason="deadline", clip="fire_alarm",
-              detail="no speech within 300 ms (deadline_ms)"),
+        Event(
+            id="f",
+            event="fallback",
+            ts=2.0,
+            reason="deadline",
+            clip="fire_alarm",
+            detail="no speech within 300 ms (deadline_ms)",
+        ),
         Event(id="c", event="started", ts=3.0, latency_ms=4.5, cached=True),
         Event(id="u", event="finished", ts=4.0, underruns=2, gap_ms=312.5),
         Event(id="z", event="finished", ts=5.0, underruns=0, gap_ms=0.0),
-        Event(id="d", event="started", ts=4.0, latency_ms=80.0, voice="default", variant="fast",
-              reason="voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80: ..."),
-        Event(id="s", event="started", ts=6.0, latency_ms=1500.0, sync_error_ms=-0.42, late_ms=310.5,
-              detail="clock not synchronized: ..."),
+        Event(
+            id="d",
+            event="started",
+            ts=4.0,
+            latency_ms=80.0,
+            voice="default",
+            variant="fast",
+            reason="voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80: ...",
+        ),
+        Event(
+            id="s",
+            event="started",
+            ts=6.0,
+            latency_ms=1500.0,
+            sync_error_ms=-0.42,
+            late_ms=310.5,
+            detail="clock not synchronized: ...",
+        ),
     ],
     Status: [
-        Status(state="online", version="0.1.0", voice="en_US-joe-medium", queue_depth=3,
-               locked_bytes=1024, degraded=(Degraded("audio", "device gone"),),
-               voices=("default", "fr"), current="a", ts=1700000000.5, underruns=4, gap_ms=901.5),
+        Status(
+            state="online",
+            version="0.1.0",
+            voice="en_US-joe-medium",
+            queue_depth=3,
+            locked_bytes=1024,
+            degraded=(Degraded("audio", "device gone"),),
+            voices=("default", "fr"),
+            current="a",
+            ts=1700000000.5,
+            underruns=4,
+            gap_ms=901.5,
+        ),
         Status(state="offline", version="0.1.0", voice="x"),
-        Status(state="online", version="0.1.0", voice="x", degraded=(Degraded("speed", "voice x: RTF 1.2"),),
-               rtf_1min=1.2, speed={"rtf_1min": 1.2, "runs_1min": 1, "variants_in_use": {"x": "fast"}}),
-        Status(state="online", version="0.2.0", voice="x", groups=("platform-2", "north"),
-               clock={"synchronized": True, "error_ms": 0.25, "max_error_ms": 3.5, "reason": None},
-               last={"id": "a", "event": "finished", "ts": 12.5}),
+        Status(
+            state="online",
+            version="0.1.0",
+            voice="x",
+            degraded=(Degraded("speed", "voice x: RTF 1.2"),),
+            rtf_1min=1.2,
+            speed={"rtf_1min": 1.2, "runs_1min": 1, "variants_in_use": {"x": "fast"}},
+        ),
+        Status(
+            state="online",
+            version="0.2.0",
+            voice="x",
+            groups=("platform-2", "north"),
+            clock={"synchronized": True, "error_ms": 0.25, "max_error_ms": 3.5, "reason": None},
+            last={"id": "a", "event": "finished", "ts": 12.5},
+        ),
     ],
 }
 
 
 def test_every_message_class_round_trips() -> None:
-    classes = {obj for module in (messages, status) for _, obj in inspect.getmembers(module, inspect.isclass)
-               if dataclasses.is_dataclass(obj) and hasattr(obj, "to_payload")}
+    classes = {
+        obj
+        for module in (messages, status)
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if dataclasses.is_dataclass(obj) and hasattr(obj, "to_payload")
+    }
     assert classes == set(SAMPLES)
     for cls, samples in SAMPLES.items():
         for sample in samples:
@@ -71,8 +125,14 @@ def test_wire_field_names() -> None:
     ev = json.loads(Event(id="x", event="started", ts=2.0, latency_ms=5.0).to_payload())
     assert ev == {"id": "x", "event": "started", "ts": 2.0, "latency_ms": 5.0}
     fb = json.loads(SAMPLES[Event][3].to_payload())  # issue 6
-    assert fb == {"id": "f", "event": "fallback", "ts": 2.0, "reason": "deadline", "clip": "fire_alarm",
-                  "detail": "no speech within 300 ms (deadline_ms)"}
+    assert fb == {
+        "id": "f",
+        "event": "fallback",
+        "ts": 2.0,
+        "reason": "deadline",
+        "clip": "fire_alarm",
+        "detail": "no speech within 300 ms (deadline_ms)",
+    }
     assert json.loads(SAMPLES[Event][4].to_payload())["cached"] is True
     st = json.loads(SAMPLES[Status][0].to_payload())
     assert {"state", "version", "voice", "queue_depth", "locked_bytes", "degraded"} <= set(st)

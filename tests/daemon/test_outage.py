@@ -56,8 +56,9 @@ class OwnBroker:
 
     def start(self) -> None:
         with open(self.dir / "mosquitto.log", "ab") as log:
-            self.proc = subprocess.Popen(["mosquitto", "-c", str(self.dir / "mosquitto.conf")],
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                ["mosquitto", "-c", str(self.dir / "mosquitto.conf")], stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
@@ -90,8 +91,9 @@ def _wait(pred: Callable[[], bool], timeout: float, what: str) -> None:
 
 def _rig(b: OwnBroker, tmp: Path, capture: Capture, voice: FakeVoice, device: str) -> DaemonRig:
     config = tmp / f"{device}.yaml"
-    config.write_text(config_yaml(b.broker, device, queue_extra=f"state_dir: {tmp / 'state'}",
-                                  audio_extra="realtime_pacing: true"))
+    config.write_text(
+        config_yaml(b.broker, device, queue_extra=f"state_dir: {tmp / 'state'}", audio_extra="realtime_pacing: true")
+    )
     rig = DaemonRig(config, b.broker, capture, {"default": voice, "alt": FakeVoice("alt", 16000)})
     rig.wait_online(15)
     return rig
@@ -113,8 +115,9 @@ def _duplicates(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("duplicate id")]
 
 
-def test_outage_plays_each_plain_text_once(own_broker: OwnBroker, alsa_capture: Capture, tmp_path: Path,
-                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_outage_plays_each_plain_text_once(
+    own_broker: OwnBroker, alsa_capture: Capture, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     voice = FakeVoice(delay_s=0.6)  # ~1.2 s an announcement: all three end during the outage
     rig = _rig(own_broker, tmp_path, alsa_capture, voice, "outage")
@@ -146,8 +149,9 @@ def test_outage_plays_each_plain_text_once(own_broker: OwnBroker, alsa_capture: 
         rig.close()
 
 
-def test_dedup_memory_survives_a_daemon_restart(own_broker: OwnBroker, alsa_capture: Capture,
-                                                tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_dedup_memory_survives_a_daemon_restart(
+    own_broker: OwnBroker, alsa_capture: Capture, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     first_voice = FakeVoice(delay_s=0.6)
     rig = _rig(own_broker, tmp_path, alsa_capture, first_voice, "restart")
@@ -179,8 +183,9 @@ def test_dedup_memory_survives_a_daemon_restart(own_broker: OwnBroker, alsa_capt
         rig.close()
 
 
-def test_twin_daemons_are_reported(daemon_rig: Callable[..., DaemonRig], mosquitto: Broker,
-                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_twin_daemons_are_reported(
+    daemon_rig: Callable[..., DaemonRig], mosquitto: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     twins = dict(device="twin-a1", mqtt_extra="takeover_backoff_s: 2")
     first = daemon_rig(**twins)
@@ -189,13 +194,17 @@ def test_twin_daemons_are_reported(daemon_rig: Callable[..., DaemonRig], mosquit
     def twin_reason(rig: DaemonRig) -> str:
         return rig.daemon.degraded.get("mqtt", "")
 
-    _wait(lambda: "in use twice" in twin_reason(first) and "in use twice" in twin_reason(second), 40,
-          "both twins to notice")
+    _wait(
+        lambda: "in use twice" in twin_reason(first) and "in use twice" in twin_reason(second),
+        40,
+        "both twins to notice",
+    )
     reason = twin_reason(first)
     assert "'edgetts-twin-a1'" in reason and "device.id 'twin-a1'" in reason
     # Each says so in the retained status once it is connected again ...
-    first.probe.wait_status(lambda s: any(d["what"] == "mqtt" and "in use twice" in d["reason"]
-                                          for d in s["degraded"]), 20)
+    first.probe.wait_status(
+        lambda s: any(d["what"] == "mqtt" and "in use twice" in d["reason"] for d in s["degraded"]), 20
+    )
     time.sleep(3)
     # ... and in its log once, not at every disconnect.
     told = [r for r in caplog.records if "in use twice" in r.getMessage()]

@@ -92,8 +92,7 @@ def test_state_dir_defaults_to_systemds(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 
 def _inbound(payload: bytes, mid: int, dup: bool, at: float = T0, topic: str = "p/d/announce") -> Inbound:
-    return Inbound(topic=topic, payload=payload, ack=AckHandle(mid, 1, 1), dup=dup,
-                   received_at=at, received_mono=0.0)
+    return Inbound(topic=topic, payload=payload, ack=AckHandle(mid, 1, 1), dup=dup, received_at=at, received_mono=0.0)
 
 
 def test_message_id_is_stable_per_message_and_keeps_its_format() -> None:
@@ -101,9 +100,14 @@ def test_message_id_is_stable_per_message_and_keeps_its_format() -> None:
     first = message_id(_inbound(b"Gate nine.", 7, False), scheduler, T0)
     assert len(first) == 16 and int(first, 16) >= 0  # 16 hex digits, as the random ids were
     assert message_id(_inbound(b"Gate nine.", 7, True, T0 + 60), scheduler, T0 + 60) == first
-    others = {message_id(m, scheduler, T0) for m in (
-        _inbound(b"Gate nine.", 8, False), _inbound(b"Gate ten.", 7, False),
-        _inbound(b"Gate nine.", 7, False, topic="p/all/announce"))}
+    others = {
+        message_id(m, scheduler, T0)
+        for m in (
+            _inbound(b"Gate nine.", 8, False),
+            _inbound(b"Gate ten.", 7, False),
+            _inbound(b"Gate nine.", 7, False, topic="p/all/announce"),
+        )
+    }
     assert first not in others and len(others) == 3
 
 

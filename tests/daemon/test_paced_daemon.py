@@ -23,13 +23,18 @@ pytestmark = pytest.mark.mqtt
 
 RATE = 22050
 NORMAL = "The next train to the airport leaves from platform two."
-LONG = ("Attention please. The evening service to the coast is delayed by about twenty minutes. "
-        "Passengers for the harbour should change at the central station. We apologise for the delay. "
-        "Refreshments are available in the waiting room on platform one. Thank you for your patience.")
+LONG = (
+    "Attention please. The evening service to the coast is delayed by about twenty minutes. "
+    "Passengers for the harbour should change at the central station. We apologise for the delay. "
+    "Refreshments are available in the waiting room on platform one. Thank you for your patience."
+)
 
 
 def test_underruns_in_finished_events_and_status_on_a_paced_sink(
-    mosquitto: Broker, paced_sink: PacedSink, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    mosquitto: Broker,
+    paced_sink: PacedSink,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     why = unavailable()
     if why:

@@ -41,8 +41,9 @@ def _tone(seconds: float, freq: float = 440.0, start: int = 0) -> np.ndarray:
 
 def _player() -> tuple[Player, queue.Queue[PlayerReport]]:
     reports: queue.Queue[PlayerReport] = queue.Queue()
-    player = Player(PlayerSettings(device="default", format=DeviceFormat(RATE)), reports.put,
-                    stream_factory=OutputStream)
+    player = Player(
+        PlayerSettings(device="default", format=DeviceFormat(RATE)), reports.put, stream_factory=OutputStream
+    )
     player.start()
     return player, reports
 
@@ -55,8 +56,9 @@ def _until(reports: queue.Queue[PlayerReport], kind: str, timeout: float = 15.0)
             return r
 
 
-def _feed_pieces(job: PlaybackJob, n: int, piece_s: float, stall_after: int | None = None,
-                 stall_s: float = 0.0) -> None:
+def _feed_pieces(
+    job: PlaybackJob, n: int, piece_s: float, stall_after: int | None = None, stall_s: float = 0.0
+) -> None:
     samples = int(round(piece_s * RATE))
     for i in range(n):
         if stall_after is not None and i == stall_after:
@@ -65,8 +67,13 @@ def _feed_pieces(job: PlaybackJob, n: int, piece_s: float, stall_after: int | No
     job.end()
 
 
-def _play(sink: PacedSink, job: PlaybackJob, player: Player, reports: queue.Queue[PlayerReport],
-          producer: threading.Thread | None) -> tuple[PlayerReport, PlayerReport, np.ndarray, float]:
+def _play(
+    sink: PacedSink,
+    job: PlaybackJob,
+    player: Player,
+    reports: queue.Queue[PlayerReport],
+    producer: threading.Thread | None,
+) -> tuple[PlayerReport, PlayerReport, np.ndarray, float]:
     """Play ``job`` while recording; (started, finished, recording, recording's start)."""
     with sink.record() as rec:
         time.sleep(0.2)  # silence before: the onset is found in the recording
@@ -149,8 +156,9 @@ def test_a_held_job_starts_after_its_lead_and_not_as_an_underrun(paced_env: Pace
             job.feed(_tone(0.3, start=int(0.6 * RATE)), RATE, (0, 2), speech=True, lead_s=2.0)
             job.end()
 
-        started, done, pcm, rec_start = _play(paced_env, job, player, reports,
-                                              threading.Thread(target=produce_extended))
+        started, done, pcm, rec_start = _play(
+            paced_env, job, player, reports, threading.Thread(target=produce_extended)
+        )
         assert 0.59 <= started.at_mono - fed[1] <= 0.7, started.at_mono - fed[1]
         assert done.underruns == 0 and done.gap_ms == 0.0
         assert find_gaps(pcm, RATE) == []  # the third piece's lead came too late to hold anything
@@ -202,7 +210,7 @@ def test_a_deadline_fallback_wins_while_speech_is_held(paced_env: PacedSink) -> 
         assert job.taken_over and done.kind == "finished"
         # Heard: the chime and the clip, not the held speech.
         loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > 1)
-        heard = pcm[loud[0]: loud[-1] + 1].astype(np.float64)
+        heard = pcm[loud[0] : loud[-1] + 1].astype(np.float64)
         spectrum = np.abs(np.fft.rfft(heard))
         freqs = np.fft.rfftfreq(heard.size, 1 / RATE)
 

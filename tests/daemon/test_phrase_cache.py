@@ -56,12 +56,12 @@ def test_phrase_key_tells_streamed_and_fast_start_phrases_apart() -> None:
     streamed = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=0))
     fast = replace(whole, voice=replace(whole.voice, streaming=True, fast_start_ids=64))
     assert default.voice == fast.voice  # issue 14: streaming with fast start is the default
-    keys = {phrase_key(c, whole.voice.name, "h1", "Mind the gap.", SynthesisConfig())
-            for c in (whole, streamed, fast)}
+    keys = {phrase_key(c, whole.voice.name, "h1", "Mind the gap.", SynthesisConfig()) for c in (whole, streamed, fast)}
     assert len(keys) == 3
     # a voice not in the config (none of these settings) keys as whole-sentence
     assert phrase_key(streamed, "elsewhere", "h1", "Mind the gap.", SynthesisConfig()) == phrase_key(
-        whole, "elsewhere", "h1", "Mind the gap.", SynthesisConfig())
+        whole, "elsewhere", "h1", "Mind the gap.", SynthesisConfig()
+    )
 
 
 def test_render_speaks_as_the_daemon_would(tmp_path: Path) -> None:
@@ -228,8 +228,9 @@ class WindowedVoice(FakeVoice):
         for chunk in super().synthesize(text, config):
             thirds = np.array_split(chunk.audio, 3)
             for n, part in enumerate(thirds):
-                yield AudioChunk(part, chunk.sample_rate, chunk.sentence_index,
-                                 is_last_in_sentence=n == len(thirds) - 1)
+                yield AudioChunk(
+                    part, chunk.sample_rate, chunk.sentence_index, is_last_in_sentence=n == len(thirds) - 1
+                )
 
 
 @pytest.mark.mqtt

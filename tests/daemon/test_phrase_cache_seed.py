@@ -41,7 +41,10 @@ def test_seeded_and_unseeded_phrases_never_share_an_entry(tmp_path: Path) -> Non
 def test_unseeded_keys_are_those_of_before_seeds(tmp_path: Path) -> None:
     settings = SynthesisConfig(length_scale=1.1)
     before = {k: v for k, v in asdict(settings).items() if k != "seed"}  # the fields as they were
-    blob = json.dumps({"v": FORMAT_VERSION, "voice": "default", "hash": "h1", "text": TEXT, "settings": before,
-                       "extra": ""}, sort_keys=True, ensure_ascii=False)
+    blob = json.dumps(
+        {"v": FORMAT_VERSION, "voice": "default", "hash": "h1", "text": TEXT, "settings": before, "extra": ""},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
     assert _key(settings) == hashlib.sha256(blob.encode()).hexdigest()
     assert _key(SynthesisConfig(length_scale=1.1, seed=0)) != _key(settings)

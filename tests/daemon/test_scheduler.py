@@ -19,8 +19,15 @@ def drain(s: Scheduler) -> list[str]:
 
 def test_priority_then_fifo() -> None:
     s = Scheduler(10, 60)
-    for ident, prio in [("l1", "low"), ("n1", "normal"), ("e1", "emergency"), ("n2", "normal"),
-                        ("h1", "high"), ("e2", "emergency"), ("l2", "low")]:
+    for ident, prio in [
+        ("l1", "low"),
+        ("n1", "normal"),
+        ("e1", "emergency"),
+        ("n2", "normal"),
+        ("h1", "high"),
+        ("e2", "emergency"),
+        ("l2", "low"),
+    ]:
         assert s.offer(entry(ident, prio), 0).accepted
     assert drain(s) == ["e1", "e2", "h1", "n1", "n2", "l1", "l2"]
 

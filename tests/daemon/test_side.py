@@ -32,8 +32,9 @@ def _text(words: str) -> Prepared:
 class CountingVoice:
     """Yields ``n`` one-sample chunks (value = chunk index), logging each as (tag, index); can fail at one."""
 
-    def __init__(self, log: list[tuple[str, int]], n: int = 5, fail_at: int | None = None,
-                 delay_s: float = 0.0) -> None:
+    def __init__(
+        self, log: list[tuple[str, int]], n: int = 5, fail_at: int | None = None, delay_s: float = 0.0
+    ) -> None:
         self.log, self.n, self.fail_at, self.delay_s = log, n, fail_at, delay_s
         self.closed: list[str] = []
 
@@ -203,8 +204,17 @@ def test_the_synthesis_thread_serves_an_announcement_before_side_chunks() -> Non
             time.sleep(0.001)
         job = _RecordingJob(log)
         announcement = CountingVoice(log, n=3)
-        synth.submit(SynthRequest(job=job, voice=announcement, text=_text("ann"), config=CONFIG,  # type: ignore[arg-type]
-                                  chime=None, repeat=1, start=(0, 0)))
+        synth.submit(
+            SynthRequest(
+                job=job,
+                voice=announcement,
+                text=_text("ann"),
+                config=CONFIG,  # type: ignore[arg-type]
+                chime=None,
+                repeat=1,
+                start=(0, 0),
+            )
+        )
         for reader in readers:
             reader.join(10)
         assert job.ended.wait(5)
@@ -212,7 +222,7 @@ def test_the_synthesis_thread_serves_an_announcement_before_side_chunks() -> Non
         synth.close()
     first = log.index(("ann", 0))
     # the announcement's chunks came one after the other: no side chunk between them
-    assert log[first:first + 3] == [("ann", 0), ("ann", 1), ("ann", 2)]
+    assert log[first : first + 3] == [("ann", 0), ("ann", 1), ("ann", 2)]
     assert len([e for e in log if e[0] != "ann"]) == 80  # and both side streams were made whole
 
 

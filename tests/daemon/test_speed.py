@@ -71,8 +71,10 @@ def test_switches_above_the_limit_and_returns_below_the_recovery_point() -> None
     gov.add(run("default", 1.5, clock.t))
     reason = gov.update(plans, costs)
     assert gov.variant_in_use("default") == "fast"
-    assert reason == ("voice default: RTF 1.50 over the last minute, above degrade_rtf 0.80: "
-                      "speaking with degrade_to fast until below 0.68")
+    assert reason == (
+        "voice default: RTF 1.50 over the last minute, above degrade_rtf 0.80: "
+        "speaking with degrade_to fast until below 0.68"
+    )
     assert gov.why("default", plans["default"]) == reason
 
     # Between the recovery point and the limit it stays with the variant (no flapping).
@@ -93,8 +95,9 @@ def test_without_a_variant_it_only_says_so() -> None:
     gov = Governor(clock=clock)
     gov.add(run("default", 1.2, clock.t))
     reason = gov.update({"default": Plan(0.8, None)}, {})
-    assert reason == ("voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80; "
-                      "no degrade_to variant to speak instead")
+    assert reason == (
+        "voice default: RTF 1.20 over the last minute, above degrade_rtf 0.80; no degrade_to variant to speak instead"
+    )
     assert gov.variant_in_use("default") is None
 
 

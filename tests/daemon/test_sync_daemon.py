@@ -64,8 +64,9 @@ def test_an_unsynchronized_clock_still_plays_and_says_so(daemon_rig: Any, monkey
 
 def test_a_sync_group_plays_at_receipt_plus_its_lead(daemon_rig: Any) -> None:
     voice = FakeVoice()
-    rig = daemon_rig(voice, device_extra="groups: [platform-2, station]",
-                     extra="sync:\n  groups: [platform-2]\n  lead_s: 1.0\n")
+    rig = daemon_rig(
+        voice, device_extra="groups: [platform-2, station]", extra="sync:\n  groups: [platform-2]\n  lead_s: 1.0\n"
+    )
     sent = time.time()
     synced = _say(rig, {"id": "g1", "text": TEXT}, "test/group/platform-2/announce")
     assert 0.8 < synced["ts"] - sent < 1.3 and "sync_error_ms" in synced
@@ -88,9 +89,11 @@ class SlowStart(FakeVoice):
             yield chunk
 
 
-LONG = ("The evening service to the coast is delayed by about twenty minutes. "
-        "Passengers for the harbour should change at the central station today. "
-        "Refreshments are available in the waiting room on platform one. Thank you.")
+LONG = (
+    "The evening service to the coast is delayed by about twenty minutes. "
+    "Passengers for the harbour should change at the central station today. "
+    "Refreshments are available in the waiting room on platform one. Thank you."
+)
 
 
 def test_late_speech_joins_in_step_skipping_what_is_past(daemon_rig: Any) -> None:

@@ -34,13 +34,16 @@ def test_play_at_on_the_wire() -> None:
     assert (started["sync_error_ms"], started["late_ms"]) == (0.5, 120.0)
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    ("soon", "play_at must be a number"),
-    (True, "play_at must be a number"),
-    (NOW * 1000, "not milliseconds"),  # milliseconds where seconds were meant
-    (NOW + 7200, r"\+7200 s from now"),
-    (NOW - 7200, "-7200 s from now"),
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("soon", "play_at must be a number"),
+        (True, "play_at must be a number"),
+        (NOW * 1000, "not milliseconds"),  # milliseconds where seconds were meant
+        (NOW + 7200, r"\+7200 s from now"),
+        (NOW - 7200, "-7200 s from now"),
+    ],
+)
 def test_bad_play_at_is_refused_with_the_reason(value: object, reason: str) -> None:
     with pytest.raises(PayloadError, match=reason):
         _ann(play_at=value)
@@ -49,7 +52,9 @@ def test_bad_play_at_is_refused_with_the_reason(value: object, reason: str) -> N
 def _config(extra: str = "") -> object:
     return parse_config(
         "device:\n  id: p2-north\n  groups: [platform-2, station]\n"
-        "sync:\n  groups: [platform-2]\n  lead_s: 2.5\n" + extra, "edgetts.yaml")
+        "sync:\n  groups: [platform-2]\n  lead_s: 2.5\n" + extra,
+        "edgetts.yaml",
+    )
 
 
 def test_which_announcements_are_synchronized() -> None:
@@ -87,9 +92,16 @@ def test_the_seed_is_the_ids_everywhere() -> None:
 def _status(rtf_1min: float | None, rtf_load: float | None, voice: str = "default") -> dict[str, object]:
     """As a daemon publishes it: `voice` is the default voice's model, `voices` the configured
     names (the default first), `speed.voices` per configured name and its degrade_to."""
-    return {"voice": "en_US-joe-medium", "voices": [voice],
-            "speed": {"voices": {voice: {"rtf_1min": rtf_1min, "rtf_load": rtf_load},
-                                 f"{voice}/degrade_to": {"rtf_1min": None, "rtf_load": 9.0}}}}
+    return {
+        "voice": "en_US-joe-medium",
+        "voices": [voice],
+        "speed": {
+            "voices": {
+                voice: {"rtf_1min": rtf_1min, "rtf_load": rtf_load},
+                f"{voice}/degrade_to": {"rtf_1min": None, "rtf_load": 9.0},
+            }
+        },
+    }
 
 
 def test_the_lead_is_what_the_slowest_member_needs() -> None:

@@ -33,14 +33,26 @@ from support.broker import Broker
 pytestmark = pytest.mark.mqtt
 
 LINES = [
-    "The train to the airport is arriving.", "Platform two, stand back please.",
-    "The lift is out of service.", "Doors are closing.", "The next bus leaves at ten.",
-    "Please keep your luggage with you.", "The shop closes in ten minutes.",
-    "Mind the gap.", "Boarding now at gate four.", "The car park is full.",
-    "This train terminates here.", "Please use the ramp.", "Welcome aboard.",
-    "Tickets are checked on this service.", "The toilets are at the far end.",
-    "Change here for the harbour.", "The fire doors must stay shut.", "Thank you for waiting.",
-    "The café is now open.", "Have a safe journey.",
+    "The train to the airport is arriving.",
+    "Platform two, stand back please.",
+    "The lift is out of service.",
+    "Doors are closing.",
+    "The next bus leaves at ten.",
+    "Please keep your luggage with you.",
+    "The shop closes in ten minutes.",
+    "Mind the gap.",
+    "Boarding now at gate four.",
+    "The car park is full.",
+    "This train terminates here.",
+    "Please use the ramp.",
+    "Welcome aboard.",
+    "Tickets are checked on this service.",
+    "The toilets are at the far end.",
+    "Change here for the harbour.",
+    "The fire doors must stay shut.",
+    "Thank you for waiting.",
+    "The café is now open.",
+    "Have a safe journey.",
 ]
 TOLERANCE_S = 0.005
 SPACING_S = 3.0
@@ -57,8 +69,9 @@ def _pin_with_a_hog(pid: int) -> subprocess.Popen[bytes]:
     return hog
 
 
-def _check_onsets(rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref: np.ndarray,
-                  devices: list[str]) -> list[float]:
+def _check_onsets(
+    rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref: np.ndarray, devices: list[str]
+) -> list[float]:
     found = heard(rec, pcm, rig.devices, item, ref)
     by_device = {h.device: h for h in found}
     onsets = []
@@ -105,7 +118,12 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
             started = item.events[device]["started"]
             said = {k: started.get(k) for k in ("sync_error_ms", "late_ms", "latency_ms", "detail")}
             assert abs(started["sync_error_ms"]) < 5.0 and "late_ms" not in started, (
-                item.id, device, said, item.events[device]["finished"], _onset_of(rig, rec, pcm, item, device))
+                item.id,
+                device,
+                said,
+                item.events[device]["finished"],
+                _onset_of(rig, rec, pcm, item, device),
+            )
             if not clock.synchronized:  # this machine has no NTP: each event says so
                 assert started["detail"].startswith("clock not synchronized"), started
     if not clock.synchronized:

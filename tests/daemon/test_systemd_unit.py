@@ -19,15 +19,17 @@ import pytest
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / "edgetts.service"
 EXEC = "ExecStart=/usr/local/bin/edgetts run --config /etc/edgetts/edgetts.yaml"
 
-pytestmark = pytest.mark.skipif(shutil.which("systemd-analyze") is None,
-                                reason="systemd-analyze is not installed (scripts/system-deps.sh --test)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed (scripts/system-deps.sh --test)"
+)
 
 
 def verifiable_copy(tmp_path: Path, text: str | None = None) -> Path:
     text = UNIT.read_text() if text is None else text
     if not Path("/usr/local/bin/edgetts").exists():
-        text = text.replace(EXEC, f"ExecStart={sys.executable} -m edgetts.cli.main run --config "
-                                  "/etc/edgetts/edgetts.yaml")
+        text = text.replace(
+            EXEC, f"ExecStart={sys.executable} -m edgetts.cli.main run --config /etc/edgetts/edgetts.yaml"
+        )
     out = tmp_path / "edgetts.service"
     out.write_text(text)
     return out
@@ -39,9 +41,19 @@ def analyze(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_unit_has_what_the_daemon_needs() -> None:
     lines = {line.strip() for line in UNIT.read_text().splitlines()}
-    for wanted in (EXEC, "Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "Restart=on-failure",
-                   "User=edgetts", "SupplementaryGroups=audio", "LimitMEMLOCK=infinity",
-                   "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes"):
+    for wanted in (
+        EXEC,
+        "Type=notify",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "Restart=on-failure",
+        "User=edgetts",
+        "SupplementaryGroups=audio",
+        "LimitMEMLOCK=infinity",
+        "ProtectSystem=strict",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "NoNewPrivileges=yes",
+    ):
         assert wanted in lines, wanted
     assert any(re.fullmatch(r"WatchdogSec=\d+", line) for line in lines)
     assert any(line.startswith("RestrictAddressFamilies=") for line in lines)

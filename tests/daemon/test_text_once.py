@@ -23,11 +23,16 @@ SSML = '<speak>Mind the gap at platform <say-as interpret-as="cardinal">4</say-a
 
 
 @pytest.mark.mqtt
-def test_real_voice_prepares_each_announcement_once(daemon_rig, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_voice_prepares_each_announcement_once(
+    daemon_rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = PreparationSpy(monkeypatch)
-    rig = daemon_rig(real_voices=True, online_timeout=60, audio_extra="realtime_pacing: true",
-                     extra=f"cache:\n  dir: {tmp_path / 'phrases'}\n  max_mb: 20\n")
+    rig = daemon_rig(
+        real_voices=True,
+        online_timeout=60,
+        audio_extra="realtime_pacing: true",
+        extra=f"cache:\n  dir: {tmp_path / 'phrases'}\n  max_mb: 20\n",
+    )
     # a miss each; the SSML one is queued while the plain one plays, so it is prefetched
     rig.probe.publish({"id": "p1", "text": PLAIN})
     rig.probe.publish({"id": "s1", "text": SSML})
@@ -66,8 +71,12 @@ def test_the_voice_gets_the_preparation_of_admission(daemon_rig) -> None:
 def test_a_reload_that_changes_the_text_options_prepares_again() -> None:
     old = Config()
     new = replace(old, normalize=NormalizeOptions(time_24h="12h"))
-    entry = Entry(Announcement(id="t", text="Boarding at 14:05."), 0.0, None,
-                  prepared=prepare_text("Boarding at 14:05.", old.text_options()))
+    entry = Entry(
+        Announcement(id="t", text="Boarding at 14:05."),
+        0.0,
+        None,
+        prepared=prepare_text("Boarding at 14:05.", old.text_options()),
+    )
     same = Assets(old, old.text_options())
     assert prepared_text(entry, same) is entry.prepared  # options unchanged: the one preparation
     again = prepared_text(entry, Assets(new, new.text_options()))

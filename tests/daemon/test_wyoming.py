@@ -110,8 +110,26 @@ def _pcm(events: list[Event]) -> bytes:
 
 def _synth_wav(tmp_path: Path, text: str) -> bytes:
     out = tmp_path / "synth.wav"
-    subprocess.run([sys.executable, "-m", "edgetts.cli", "synth", text, "-o", str(out), "--threads", "2",
-                    "--noise-scale", "0", "--noise-w", "0"], check=True, cwd=ROOT, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgetts.cli",
+            "synth",
+            text,
+            "-o",
+            str(out),
+            "--threads",
+            "2",
+            "--noise-scale",
+            "0",
+            "--noise-w",
+            "0",
+        ],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+    )
     with wave.open(str(out), "rb") as wav:
         return wav.readframes(wav.getnframes())
 
@@ -167,8 +185,9 @@ def test_streaming_synthesize_speaks_each_sentence_as_it_completes(server: Wyomi
     types = [e.type for e in rest]
     assert types[-2:] == ["audio-stop", "synthesize-stopped"]
     assert "audio-start" not in types and "error" not in types
-    expected = _synth_wav(tmp_path, "Hello there.") + _synth_wav(tmp_path, "The next train to the city centre "
-                                                                            "leaves from platform two.")
+    expected = _synth_wav(tmp_path, "Hello there.") + _synth_wav(
+        tmp_path, "The next train to the city centre leaves from platform two."
+    )
     assert _pcm(early + rest) == expected
 
 
@@ -177,8 +196,10 @@ def test_eight_clients_at_once_each_get_their_own_audio(server: WyomingServer, a
     voice = assets.voices["joe"]
     from edgetts.engine import SynthesisConfig
 
-    expected = [b"".join(c.to_int16().tobytes() for c in voice.synthesize(t, SynthesisConfig(noise_scale=0,
-                noise_w=0))) for t in texts]
+    expected = [
+        b"".join(c.to_int16().tobytes() for c in voice.synthesize(t, SynthesisConfig(noise_scale=0, noise_w=0)))
+        for t in texts
+    ]
 
     async def one(text: str) -> bytes:
         async with _client(server) as client:
@@ -204,6 +225,7 @@ def test_client_killed_mid_stream_costs_nothing_more(assets: Any) -> None:
     srv = WyomingServer("tcp://127.0.0.1:0", lambda: view, side)
     srv.start()
     try:
+
         async def run() -> list[Event]:
             client = _client(srv)
             await client.connect()
@@ -290,8 +312,9 @@ def test_unknown_voice_and_bad_ssml_are_errors(server: WyomingServer) -> None:
 def test_speakers_pick_different_audio(server: WyomingServer) -> None:
     async def run(speaker: str) -> bytes:
         async with _client(server) as client:
-            await client.write_event(Synthesize(text="One two.", voice=SynthesizeVoice(name="tiny",
-                                                                                      speaker=speaker)).event())
+            await client.write_event(
+                Synthesize(text="One two.", voice=SynthesizeVoice(name="tiny", speaker=speaker)).event()
+            )
             return _pcm(await _until(client, "audio-stop"))
 
     a, b = asyncio.run(run("a")), asyncio.run(run("b"))
@@ -304,9 +327,11 @@ def test_max_jobs_and_backlog_cap_syntheses_then_busy(assets: Any) -> None:
     side.start_worker()
     srv = WyomingServer("tcp://127.0.0.1:0", lambda: assets, side, max_jobs=1, backlog=1)
     srv.start()
-    request = Synthesize(text=" ".join(f"Sentence number {n} of a long one." for n in range(6)),
-                         voice=SynthesizeVoice(name="joe")).event()
+    request = Synthesize(
+        text=" ".join(f"Sentence number {n} of a long one." for n in range(6)), voice=SynthesizeVoice(name="joe")
+    ).event()
     try:
+
         async def run() -> list[str]:
             first, second, third = _client(srv), _client(srv), _client(srv)
             for c in (first, second, third):

@@ -39,9 +39,12 @@ def _port() -> int:
 
 def _rig(daemon_rig: Callable[..., DaemonRig], tmp_path: Path, **more: Any) -> tuple[DaemonRig, int]:
     port = _port()
-    made = daemon_rig(extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', max_jobs: 1}}\n"
-                            "homeassistant: {discovery: true, prefix: hatest}\n",
-                      queue_extra=f"state_dir: {tmp_path / 'state'}", **more)
+    made = daemon_rig(
+        extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', max_jobs: 1}}\n"
+        "homeassistant: {discovery: true, prefix: hatest}\n",
+        queue_extra=f"state_dir: {tmp_path / 'state'}",
+        **more,
+    )
     return made, port
 
 
@@ -78,10 +81,13 @@ def test_announcement_audio_plays_through_the_queue_and_is_answered_played(rig: 
     daemon, port = rig
     audio = tone(660, 0.8, rate=22050)
     ints = np.clip(audio * 32768.0, -32768, 32767).astype(np.int16)
-    chunks = [AudioChunk(rate=22050, width=2, channels=1, audio=ints[i:i + 1024].tobytes()).event()
-              for i in range(0, ints.size, 1024)]
-    got = asyncio.run(_exchange(port, [AudioStart(rate=22050, width=2, channels=1).event(), *chunks,
-                                       AudioStop().event()], "played"))
+    chunks = [
+        AudioChunk(rate=22050, width=2, channels=1, audio=ints[i : i + 1024].tobytes()).event()
+        for i in range(0, ints.size, 1024)
+    ]
+    got = asyncio.run(
+        _exchange(port, [AudioStart(rate=22050, width=2, channels=1).event(), *chunks, AudioStop().event()], "played")
+    )
     assert [e.type for e in got] == ["played"]
     # The device got it (its middle: the announcement's fades shape the ends) ...
     played = np.clip((ints.astype(np.float32) / np.float32(32768.0)) * 32767.0, -32767, 32767).astype(np.int16)
@@ -93,13 +99,15 @@ def test_announcement_audio_plays_through_the_queue_and_is_answered_played(rig: 
     assert daemon.probe.events_of(ids[0]) == ["queued", "started", "finished"]
 
 
-def test_announcement_audio_that_is_cancelled_is_an_error(daemon_rig: Callable[..., DaemonRig],
-                                                           tmp_path: Path) -> None:
+def test_announcement_audio_that_is_cancelled_is_an_error(daemon_rig: Callable[..., DaemonRig], tmp_path: Path) -> None:
     # Paced like a sound card, so the 6 s announcement is still playing when it is cancelled.
     daemon, port = _rig(daemon_rig, tmp_path, audio_extra="realtime_pacing: true")
     ints = (tone(440, 6.0, rate=16000) * 32767).astype(np.int16)
-    events = [AudioStart(rate=16000, width=2, channels=1).event(),
-              AudioChunk(rate=16000, width=2, channels=1, audio=ints.tobytes()).event(), AudioStop().event()]
+    events = [
+        AudioStart(rate=16000, width=2, channels=1).event(),
+        AudioChunk(rate=16000, width=2, channels=1, audio=ints.tobytes()).event(),
+        AudioStop().event(),
+    ]
 
     async def run() -> list[Event]:
         task = asyncio.create_task(_exchange(port, events, "played"))
@@ -137,10 +145,13 @@ def test_discovery_from_the_daemon_is_retained_with_its_state(rig: tuple[DaemonR
 def test_announcement_audio_with_a_bad_chunk_is_refused_once_and_never_played(rig: tuple[DaemonRig, int]) -> None:
     daemon, port = rig
     ints = (tone(500, 0.3, rate=16000) * 32767).astype(np.int16).tobytes()
-    events = [AudioStart(rate=16000, width=2, channels=1).event(),
-              AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(),
-              AudioChunk(rate=22050, width=2, channels=1, audio=ints).event(),  # not what audio-start said
-              AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(), AudioStop().event()]
+    events = [
+        AudioStart(rate=16000, width=2, channels=1).event(),
+        AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(),
+        AudioChunk(rate=22050, width=2, channels=1, audio=ints).event(),  # not what audio-start said
+        AudioChunk(rate=16000, width=2, channels=1, audio=ints).event(),
+        AudioStop().event(),
+    ]
     got = asyncio.run(_exchange(port, events, "played"))
     assert [e.type for e in got] == ["error"]
     assert "differs from its audio-start" in Error.from_event(got[0]).text
@@ -148,7 +159,8 @@ def test_announcement_audio_with_a_bad_chunk_is_refused_once_and_never_played(ri
 
 
 def test_satellite_listener_names_a_satellite_and_answers_pings_while_it_announces(
-        daemon_rig: Callable[..., DaemonRig], tmp_path: Path) -> None:
+    daemon_rig: Callable[..., DaemonRig], tmp_path: Path
+) -> None:
     """What Home Assistant's assist_satellite needs (checked against HA 2026.2's wyoming integration):
     `info` with a satellite on its own port (HA takes no TTS from a satellite's entry, so the TTS
     port's `info` names none), `run-satellite` taken quietly, and `pong` while an announcement
@@ -158,10 +170,12 @@ def test_satellite_listener_names_a_satellite_and_answers_pings_while_it_announc
     from wyoming.satellite import RunSatellite
 
     port, sat_port = _port(), _port()
-    daemon = daemon_rig(extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', "
-                              f"satellite_uri: 'tcp://127.0.0.1:{sat_port}', satellite_area: Hall}}\n"
-                              "homeassistant: {name: Front desk}\n",
-                        audio_extra="realtime_pacing: true")
+    daemon = daemon_rig(
+        extra=f"wyoming: {{enabled: true, uri: 'tcp://127.0.0.1:{port}', "
+        f"satellite_uri: 'tcp://127.0.0.1:{sat_port}', satellite_area: Hall}}\n"
+        "homeassistant: {name: Front desk}\n",
+        audio_extra="realtime_pacing: true",
+    )
     tts_info = Info.from_event(asyncio.run(_exchange(port, [Describe().event()], "info"))[-1])
     assert tts_info.satellite is None and tts_info.tts[0].name == "edgetts"
 
@@ -175,8 +189,9 @@ def test_satellite_listener_names_a_satellite_and_answers_pings_while_it_announc
             assert got is not None and Info.is_type(got.type), got
             await client.write_event(AudioStart(rate=22050, width=2, channels=1).event())
             for i in range(0, ints.size, 1024):
-                await client.write_event(AudioChunk(rate=22050, width=2, channels=1,
-                                                    audio=ints[i:i + 1024].tobytes()).event())
+                await client.write_event(
+                    AudioChunk(rate=22050, width=2, channels=1, audio=ints[i : i + 1024].tobytes()).event()
+                )
             await client.write_event(AudioStop().event())
             sent = time.monotonic()
             answers: list[tuple[str, float]] = []

@@ -52,7 +52,10 @@ def _next_line(proc: subprocess.Popen[str]) -> dict[str, Any] | None:
 
 
 def test_zeroconf_advertises_both_listeners_and_says_goodbye_on_stop(
-    hosts: tuple[list[str], list[str]], alsa_capture: Capture, tmp_path: Path, daemon_processes: list[DaemonProcess],
+    hosts: tuple[list[str], list[str]],
+    alsa_capture: Capture,
+    tmp_path: Path,
+    daemon_processes: list[DaemonProcess],
 ) -> None:
     """Each listener is a `_wyoming._tcp.local.` service of its own, at the address a client on the
     LAN can reach (a wildcard listener advertises the board's routed address, never 0.0.0.0) and its
@@ -68,21 +71,35 @@ def test_zeroconf_advertises_both_listeners_and_says_goodbye_on_stop(
             "audio: {close_idle_s: 600}\nkeepalive: {interval_s: 0}\nlogging: {level: info}\n"
             f"queue: {{state_dir: {tmp_path / 'state'}}}\n"
             f"wyoming: {{enabled: true, uri: 'tcp://0.0.0.0:{TTS_PORT}', zeroconf: true, zeroconf_name: {name},\n"
-            f"          satellite_uri: 'tcp://0.0.0.0:{SATELLITE_PORT}'}}\n")
+            f"          satellite_uri: 'tcp://0.0.0.0:{SATELLITE_PORT}'}}\n"
+        )
         daemon = DaemonProcess(config, alsa_capture.env, tmp_path / "daemon.log", prefix=board).start()
         daemon_processes.append(daemon)
         _wait_for_line(daemon, f"advertised over zeroconf as {name}-satellite", 60)
 
-        query = subprocess.Popen([*home, sys.executable, str(ROOT / "tests/support/mdns_query.py"),
-                                  name, f"{name}-satellite"], stdout=subprocess.PIPE, text=True)
+        query = subprocess.Popen(
+            [*home, sys.executable, str(ROOT / "tests/support/mdns_query.py"), name, f"{name}-satellite"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             answer = _next_line(query)
-            assert answer == {"found": {
-                name: {"port": TTS_PORT, "addresses": [BOARD_ADDRESS], "properties": {"edgetts": "1"},
-                       "answer": "info"},
-                f"{name}-satellite": {"port": SATELLITE_PORT, "addresses": [BOARD_ADDRESS],
-                                      "properties": {"edgetts": "1"}, "answer": "info"},
-            }}, daemon.log_end()
+            assert answer == {
+                "found": {
+                    name: {
+                        "port": TTS_PORT,
+                        "addresses": [BOARD_ADDRESS],
+                        "properties": {"edgetts": "1"},
+                        "answer": "info",
+                    },
+                    f"{name}-satellite": {
+                        "port": SATELLITE_PORT,
+                        "addresses": [BOARD_ADDRESS],
+                        "properties": {"edgetts": "1"},
+                        "answer": "info",
+                    },
+                }
+            }, daemon.log_end()
 
             daemon.signal(signal.SIGTERM)
             daemon.assert_clean_exit()

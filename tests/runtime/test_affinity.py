@@ -148,8 +148,11 @@ def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers
     from edgetts.voice.catalog import default_voice_path
 
     ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 20 + [2]], dtype=np.int64)
-    feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], np.int64),
-             "scales": np.array([0, 1, 0], np.float32)}
+    feeds = {
+        "input": ids,
+        "input_lengths": np.array([ids.shape[1]], np.int64),
+        "scales": np.array([0, 1, 0], np.float32),
+    }
 
     def load() -> Any:
         # Through edgetts' one session builder: RuntimeOptions.cores pins the workers.

@@ -54,7 +54,11 @@ def test_the_kernel_s_answer_reads_as_c_reads_it(from_c: dict[str, int]) -> None
     assert read is not None
     state, tx = read
     assert (state, tx.status, tx.tolerance, tx.tick) == (
-        from_c["state"], from_c["status_value"], from_c["tolerance_value"], from_c["tick_value"])
+        from_c["state"],
+        from_c["status_value"],
+        from_c["tolerance_value"],
+        from_c["tick_value"],
+    )
     health = clock_health()
     synced = from_c["state"] != TIME_ERROR and not from_c["status_value"] & STA_UNSYNC
     assert health.synchronized is synced
@@ -63,8 +67,7 @@ def test_the_kernel_s_answer_reads_as_c_reads_it(from_c: dict[str, int]) -> None
 
 def test_what_each_state_means() -> None:
     good = Timex(status=0x2001, esterror=250, maxerror=3500)  # STA_PLL | STA_NANO-like bits, in sync
-    assert health_of(0, good).to_dict() == {"synchronized": True, "error_ms": 0.25, "max_error_ms": 3.5,
-                                            "reason": None}
+    assert health_of(0, good).to_dict() == {"synchronized": True, "error_ms": 0.25, "max_error_ms": 3.5, "reason": None}
     unsync = health_of(0, Timex(status=STA_UNSYNC, esterror=16_000_000, maxerror=16_000_000))
     assert unsync.synchronized is False and unsync.error_ms == 16000.0 and "not synchronized" in (unsync.reason or "")
     assert health_of(TIME_ERROR, Timex(status=0)).synchronized is False

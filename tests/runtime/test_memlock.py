@@ -22,8 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _feeds() -> dict[str, np.ndarray]:
     ids = np.array([[1, 0] + [20, 0, 25, 0, 35, 0, 50, 0, 3, 0, 61, 0] * 6 + [2]], dtype=np.int64)
-    return {"input": ids, "input_lengths": np.array([ids.shape[1]], np.int64),
-            "scales": np.array([0, 1, 0], np.float32)}
+    return {
+        "input": ids,
+        "input_lengths": np.array([ids.shape[1]], np.int64),
+        "scales": np.array([0, 1, 0], np.float32),
+    }
 
 
 def _options():  # type: ignore[no-untyped-def]
@@ -103,8 +106,9 @@ def test_ar_voice_weights_locked_as_root_identical_output(tmp_path: Path) -> Non
 
     manifest = make_voice(tmp_path)
     m = load_manifest(manifest)
-    needed = sum(s.nbytes for model in (m.lm_path, m.decoder.path) for s in find_initializers(model)
-                 if s.nbytes >= MIN_BYTES)  # what lock_weights maps and locks
+    needed = sum(
+        s.nbytes for model in (m.lm_path, m.decoder.path) for s in find_initializers(model) if s.nbytes >= MIN_BYTES
+    )  # what lock_weights maps and locks
     assert needed > 400_000  # the tiny LM's 434 KiB and the decoder's 30 KiB
     plain = load_voice(manifest, threads=1)
     expected = np.concatenate([c.audio for c in plain.synthesize("Mind the gap.", seed=4)])
@@ -164,9 +168,17 @@ def unprivileged_env():  # type: ignore[no-untyped-def]
         if r.returncode != 0:
             pytest.skip(f"/usr/bin/python3 -m venv failed: {r.stderr.strip()[-200:]}")
         r = subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-             f"onnxruntime=={onnxruntime.__version__}", "numpy"],
-            capture_output=True, text=True, timeout=600,
+            [
+                str(venv / "bin" / "pip"),
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                f"onnxruntime=={onnxruntime.__version__}",
+                "numpy",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         if r.returncode != 0:
             pytest.skip(f"pip install into the unprivileged venv failed: {r.stderr.strip()[-300:]}")
@@ -194,8 +206,17 @@ def unprivileged_env():  # type: ignore[no-untyped-def]
 
 
 def _run_as(env: dict, prefix: list[str] = ()) -> subprocess.CompletedProcess[str]:  # type: ignore[assignment]
-    cmd = [*prefix, shutil.which("runuser") or "/usr/sbin/runuser", "-u", env["user"], "--", str(env["python"]),
-           str(env["work"] / "try_lock.py"), str(env["work"] / "memlock.py"), str(env["model"])]
+    cmd = [
+        *prefix,
+        shutil.which("runuser") or "/usr/sbin/runuser",
+        "-u",
+        env["user"],
+        "--",
+        str(env["python"]),
+        str(env["work"] / "try_lock.py"),
+        str(env["work"] / "memlock.py"),
+        str(env["model"]),
+    ]
     clean = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/nonexistent", "ORT_DISABLE_TELEMETRY": "1"}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=clean, cwd="/")
 

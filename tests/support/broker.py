@@ -45,16 +45,57 @@ def _openssl(cwd: Path, *args: str) -> None:
 
 
 def _make_certs(d: Path) -> None:
-    _openssl(d, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-keyout", "ca.key",
-             "-out", "ca.crt", "-subj", "/CN=edgetts-test-ca")
+    _openssl(
+        d,
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "30",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=edgetts-test-ca",
+    )
     (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
     (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
     for who in ("server", "client"):
         cn = "localhost" if who == "server" else "edge-client"
-        _openssl(d, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}.key", "-out",
-                 f"{who}.csr", "-subj", f"/CN={cn}")
-        _openssl(d, "x509", "-req", "-in", f"{who}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                 "-CAcreateserial", "-days", "30", "-out", f"{who}.crt", "-extfile", f"{who}.ext")
+        _openssl(
+            d,
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{who}.key",
+            "-out",
+            f"{who}.csr",
+            "-subj",
+            f"/CN={cn}",
+        )
+        _openssl(
+            d,
+            "x509",
+            "-req",
+            "-in",
+            f"{who}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "30",
+            "-out",
+            f"{who}.crt",
+            "-extfile",
+            f"{who}.ext",
+        )
 
 
 def tcp_listening(port: int) -> bool:
@@ -64,8 +105,9 @@ def tcp_listening(port: int) -> bool:
     return False
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, listening: Callable[[int], bool],
-               timeout: float = 10.0) -> None:
+def _wait_port(
+    port: int, proc: subprocess.Popen[bytes], log: Path, listening: Callable[[int], bool], timeout: float = 10.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -120,16 +162,18 @@ keyfile {d}/server.key
 
 
 @contextlib.contextmanager
-def running(d: Path, ports: list[int], *, prefix: Sequence[str] = (),
-            listening: Callable[[int], bool] = tcp_listening) -> Iterator[None]:
+def running(
+    d: Path, ports: list[int], *, prefix: Sequence[str] = (), listening: Callable[[int], bool] = tcp_listening
+) -> Iterator[None]:
     """mosquitto on ``d / "mosquitto.conf"`` until the block ends; entered once every port listens.
 
     ``prefix``: the command it runs through (``ip netns exec NAME``, support.netns), and
     ``listening``: how a port is seen listening from here (the default connects from this process)."""
     log = d / "mosquitto.log"
     with open(log, "wb") as logf:
-        proc = subprocess.Popen([*prefix, "mosquitto", "-c", str(d / "mosquitto.conf")], stdout=logf,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*prefix, "mosquitto", "-c", str(d / "mosquitto.conf")], stdout=logf, stderr=subprocess.STDOUT
+        )
     try:
         for port in ports:
             _wait_port(port, proc, log, listening)
@@ -150,8 +194,9 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     (d / "data").mkdir()
     _make_certs(d)
     user, password = "edge", "edge-test-pw"
-    subprocess.run(["mosquitto_passwd", "-c", "-b", str(d / "passwd"), user, password], check=True,
-                   capture_output=True, timeout=10)
+    subprocess.run(
+        ["mosquitto_passwd", "-c", "-b", str(d / "passwd"), user, password], check=True, capture_output=True, timeout=10
+    )
     ports = _free_ports(4)
     (d / "mosquitto.conf").write_text(_config(d, *ports))
     with running(d, ports):

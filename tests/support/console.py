@@ -58,8 +58,9 @@ class Client:
             return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=ctx)
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
 
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
-                csrf: bool = True) -> Reply:
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, csrf: bool = True
+    ) -> Reply:
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
         sent = dict(self.extra_headers)
         if data is not None:

@@ -24,10 +24,20 @@ from support.pcm import clip_pcm, write_clip
 from support.probe import Probe
 
 
-def config_yaml(broker: Broker, device: str, *, extra: str = "", mqtt_extra: str = "",
-                audio_extra: str = "", voice_extra: str = "", queue_extra: str = "",
-                device_extra: str = "", port: int | None = None, keepalive_s: float = 0,
-                streaming: bool = False) -> str:
+def config_yaml(
+    broker: Broker,
+    device: str,
+    *,
+    extra: str = "",
+    mqtt_extra: str = "",
+    audio_extra: str = "",
+    voice_extra: str = "",
+    queue_extra: str = "",
+    device_extra: str = "",
+    port: int | None = None,
+    keepalive_s: float = 0,
+    streaming: bool = False,
+) -> str:
     """A daemon config for the test broker (deterministic voice, long idle close).
 
     Whole sentences unless ``streaming``: their samples are what a reference voice in the test
@@ -56,8 +66,17 @@ class DaemonRig:
     voices record what they are asked to say in :attr:`said`.
     """
 
-    def __init__(self, config: Path, broker: Broker, capture: Capture, voices: dict[str, Any] | None, *,
-                 notifier: Any = None, stream_factory: Any = None, services: Any = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        broker: Broker,
+        capture: Capture,
+        voices: dict[str, Any] | None,
+        *,
+        notifier: Any = None,
+        stream_factory: Any = None,
+        services: Any = None,
+    ) -> None:
         from edgetts.config import load_config
         from edgetts.daemon.loop import Daemon, DaemonOptions
 
@@ -163,8 +182,9 @@ def _device(request: pytest.FixtureRequest, n: int) -> str:
 
 
 @pytest.fixture()
-def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
-               request: pytest.FixtureRequest) -> Iterator[Callable[..., DaemonRig]]:
+def daemon_rig(
+    mosquitto: Broker, alsa_capture: Capture, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., DaemonRig]]:
     """Makes :class:`DaemonRig`s against the test broker and the ALSA capture; all closed in teardown.
 
     ``make(voice=None, *, real_voices=False, config=None, device=None, clips=None,
@@ -177,9 +197,19 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
     """
     rigs: list[DaemonRig] = []
 
-    def make(voice: Any = None, *, real_voices: bool = False, config: Path | None = None, device: str | None = None,
-             clips: dict[str, np.ndarray] | None = None, notifier: Any = None, stream_factory: Any = None,
-             services: Any = None, online_timeout: float | None = 15.0, **cfg: Any) -> DaemonRig:
+    def make(
+        voice: Any = None,
+        *,
+        real_voices: bool = False,
+        config: Path | None = None,
+        device: str | None = None,
+        clips: dict[str, np.ndarray] | None = None,
+        notifier: Any = None,
+        stream_factory: Any = None,
+        services: Any = None,
+        online_timeout: float | None = 15.0,
+        **cfg: Any,
+    ) -> DaemonRig:
         if config is None:
             device = device or _device(request, len(rigs))
             if clips is not None:
@@ -190,10 +220,14 @@ def daemon_rig(mosquitto: Broker, alsa_capture: Capture, tmp_path: Path,
                 cfg["extra"] = f"clips:\n  dir: {folder}\n{cfg.get('extra', '')}"
             config = tmp_path / f"{device}.yaml"
             config.write_text(config_yaml(mosquitto, device, **cfg))
-        fakes = None if real_voices else {"default": FakeVoice() if voice is None else voice,
-                                          "alt": FakeVoice("alt", 16000)}
-        rig = DaemonRig(config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory,
-                        services=services)
+        fakes = (
+            None
+            if real_voices
+            else {"default": FakeVoice() if voice is None else voice, "alt": FakeVoice("alt", 16000)}
+        )
+        rig = DaemonRig(
+            config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory, services=services
+        )
         rigs.append(rig)
         if online_timeout is not None:
             rig.wait_online(online_timeout)
@@ -218,13 +252,21 @@ class DaemonProcess:
     def start(self) -> DaemonProcess:
         # PYTHONFAULTHANDLER: a daemon that does not end in time is sent SIGABRT by wait(),
         # and its log then shows where every thread stood.
-        env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1",
-               **self.env}
+        env = {
+            **os.environ,
+            "ORT_DISABLE_TELEMETRY": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",
+            **self.env,
+        }
         env.pop("JOURNAL_STREAM", None)
         with open(self.log, "ab") as logf:
             self.proc = subprocess.Popen(
                 [*self.prefix, sys.executable, "-m", "edgetts.cli", "run", "--config", str(self.config)],
-                cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env=env,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
             )
         return self
 

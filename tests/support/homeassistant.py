@@ -85,13 +85,19 @@ class HomeAssistant:
         self.log = folder / "hass.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ALSA_", "PYTHONPATH"))}
         with open(self.log, "wb") as logf:
-            self.proc = subprocess.Popen([python, "-m", "homeassistant", "-c", str(folder), "--skip-pip"],
-                                         stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [python, "-m", "homeassistant", "-c", str(folder), "--skip-pip"],
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         self.token: str | None = None
 
     # ------------------------------------------------------------- http
-    def request(self, method: str, path: str, body: Any = None, *, form: bool = False,
-                auth: bool = True, timeout: float = 60) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, *, form: bool = False, auth: bool = True, timeout: float = 60
+    ) -> Any:
         data = None
         headers = {}
         if body is not None:
@@ -124,17 +130,32 @@ class HomeAssistant:
     def onboard(self) -> None:
         """Create the owner as a person would in the first screen, and take its access token."""
         client_id = f"{self.url}/"
-        user = self.request("POST", "/api/onboarding/users", {
-            "client_id": client_id, "name": "Test", "username": "test", "password": "test-password-1",
-            "language": "en"}, auth=False)
-        tokens = self.request("POST", "/auth/token", {"grant_type": "authorization_code", "code": user["auth_code"],
-                                                      "client_id": client_id}, form=True, auth=False)
+        user = self.request(
+            "POST",
+            "/api/onboarding/users",
+            {
+                "client_id": client_id,
+                "name": "Test",
+                "username": "test",
+                "password": "test-password-1",
+                "language": "en",
+            },
+            auth=False,
+        )
+        tokens = self.request(
+            "POST",
+            "/auth/token",
+            {"grant_type": "authorization_code", "code": user["auth_code"], "client_id": client_id},
+            form=True,
+            auth=False,
+        )
         self.token = tokens["access_token"]
 
     def flow(self, handler: str, *steps: dict[str, Any]) -> dict[str, Any]:
         """Run ``handler``'s config flow with the user's answers ``steps``; the final result."""
-        result = self.request("POST", "/api/config/config_entries/flow", {"handler": handler,
-                                                                          "show_advanced_options": True})
+        result = self.request(
+            "POST", "/api/config/config_entries/flow", {"handler": handler, "show_advanced_options": True}
+        )
         for answer in steps:
             if result.get("type") != "form":
                 break
@@ -151,16 +172,22 @@ class HomeAssistant:
             if pred(states):
                 return states
             if time.monotonic() > deadline:
-                raise AssertionError(f"home assistant: not {what} within {timeout:.0f} s; "
-                                     f"{sorted(states)}\n{self.output()[-3000:]}")
+                raise AssertionError(
+                    f"home assistant: not {what} within {timeout:.0f} s; {sorted(states)}\n{self.output()[-3000:]}"
+                )
             time.sleep(0.5)
 
     def websocket(self, *commands: dict[str, Any]) -> list[dict[str, Any]]:
         """Each command's result over HA's websocket API (for what REST lacks: voice pipelines)."""
         script = self.folder / "ws_client.py"
         script.write_text(_WS_CLIENT, encoding="utf-8")
-        out = subprocess.run([self.python, str(script), self.url, self.token or "", json.dumps(list(commands))],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+        out = subprocess.run(
+            [self.python, str(script), self.url, self.token or "", json.dumps(list(commands))],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
         return [json.loads(line) for line in out.splitlines() if line.strip()]
 
     def call(self, domain: str, service: str, data: dict[str, Any]) -> Any:

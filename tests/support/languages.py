@@ -45,7 +45,8 @@ def piper_ids(texts: dict[Path, list[str]]) -> dict[Path, list[list[list[int]]]]
     """piper-tts's sentence ids of each text in each voice (model path -> texts), in a process of its
     own: piper's espeak-ng is initialised once per process, and the other tests give it its own data."""
     job = {"data": str(espeak_data_dir()), "voices": {str(model): lines for model, lines in texts.items()}}
-    done = subprocess.run([sys.executable, "-c", _ORACLE], input=json.dumps(job), capture_output=True,
-                          text=True, check=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _ORACLE], input=json.dumps(job), capture_output=True, text=True, check=True, timeout=300
+    )
     result = json.loads(done.stdout)
     return {Path(model): ids for model, ids in result.items()}

@@ -46,8 +46,11 @@ def main(names: list[str]) -> int:
             for name in names:
                 info = ServiceInfo(SERVICE_TYPE, f"{name}.{SERVICE_TYPE}")
                 if name not in found and info.request(zc, 2000):
-                    found[name] = {"port": info.port, "addresses": info.parsed_addresses(),
-                                   "properties": {k.decode(): (v or b"").decode() for k, v in info.properties.items()}}
+                    found[name] = {
+                        "port": info.port,
+                        "addresses": info.parsed_addresses(),
+                        "properties": {k.decode(): (v or b"").decode() for k, v in info.properties.items()},
+                    }
         # The browser must have reported each service added before it can report it removed (a
         # goodbye that comes while "added" is still pending is dropped by zeroconf's browser).
         added: set[str] = set()
@@ -59,8 +62,10 @@ def main(names: list[str]) -> int:
             if change is ServiceStateChange.Added:
                 added.add(name)
         if len(found) < len(names) or added < set(names):
-            print(json.dumps({"missing": sorted(set(names) - set(found)), "found": found, "added": sorted(added)}),
-                  flush=True)
+            print(
+                json.dumps({"missing": sorted(set(names) - set(found)), "found": found, "added": sorted(added)}),
+                flush=True,
+            )
             return 1
         for record in found.values():
             record["answer"] = describe(str(record["addresses"][0]), int(record["port"]))  # type: ignore[index, call-overload]

@@ -63,14 +63,16 @@ def two_hosts(tag: str) -> Iterator[tuple[list[str], list[str]]]:
 def mosquitto_in(prefix: list[str], folder: Path, port: int = 1883) -> Iterator[int]:
     """An anonymous mosquitto on 127.0.0.1:``port`` inside the namespace; yields the port."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "mosquitto.conf").write_text(f"user root\nlog_dest stderr\nlistener {port} 127.0.0.1\n"
-                                           "allow_anonymous true\n")
+    (folder / "mosquitto.conf").write_text(
+        f"user root\nlog_dest stderr\nlistener {port} 127.0.0.1\nallow_anonymous true\n"
+    )
     with running(folder, [port], prefix=prefix, listening=functools.partial(_listening_in, prefix)):
         yield port
 
 
 def _listening_in(prefix: list[str], port: int) -> bool:
     """A TCP port listens inside the namespace (this process, outside it, cannot connect there)."""
-    listening = subprocess.run([*prefix, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True,
-                               timeout=10).stdout
+    listening = subprocess.run(
+        [*prefix, "ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, timeout=10
+    ).stdout
     return bool(listening.strip())

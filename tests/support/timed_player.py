@@ -40,8 +40,11 @@ def main(config_path: str) -> int:
     # (cpu.realtime_audio; tools/sync_rig.py's daemons run so): three players, PulseAudio and parec
     # share two cores here. Locally it failed 2 runs of 3 without it, 0 of 4 with it; one CI run
     # with it still failed at the late joiner's target (issue 14's eighth note): not the whole cause.
-    player = Player(PlayerSettings(device="default", format=DeviceFormat(rate), realtime=True), reports.put,
-                    stream_factory=OutputStream)
+    player = Player(
+        PlayerSettings(device="default", format=DeviceFormat(rate), realtime=True),
+        reports.put,
+        stream_factory=OutputStream,
+    )
     player.start()
     try:
         for i, target in enumerate(config["targets"]):
@@ -57,8 +60,19 @@ def main(config_path: str) -> int:
                 r = reports.get(timeout=30)
                 if r.job is not job:
                     continue
-                print(json.dumps({"i": i, "kind": r.kind, "sync_error_ms": r.sync_error_ms, "late_ms": r.late_ms,
-                                  "underruns": r.underruns, "gap_ms": r.gap_ms}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "i": i,
+                            "kind": r.kind,
+                            "sync_error_ms": r.sync_error_ms,
+                            "late_ms": r.late_ms,
+                            "underruns": r.underruns,
+                            "gap_ms": r.gap_ms,
+                        }
+                    ),
+                    flush=True,
+                )
                 if r.kind in ("finished", "stopped", "failed"):
                     break
     finally:

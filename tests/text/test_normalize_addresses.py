@@ -14,14 +14,18 @@ from edgetts.text.normalize.numbers import cardinal, ordinal
 
 ADDRESSES = [
     ("Visit www.example.com/tickets today.", "Visit W W W dot example dot com slash tickets today."),
-    ("See https://trains.example.co.uk/status?id=5 for updates.",
-     "See trains dot example dot co dot U K slash status question mark id equals five for updates."),
+    (
+        "See https://trains.example.co.uk/status?id=5 for updates.",
+        "See trains dot example dot co dot U K slash status question mark id equals five for updates.",
+    ),
     ("http://example.com:8080/", "example dot com colon eight oh eight oh"),
     ("Go to bbc.co.uk/news.", "Go to B B C dot co dot U K slash news."),
     ("www.nationalrail.co.uk", "W W W dot nationalrail dot co dot U K"),
     ("Check tfl.gov.uk/route66/ first.", "Check T F L dot gov dot U K slash route sixty six first."),
-    ("Book at https://shop.example.de/room-101_a",
-     "Book at shop dot example dot D E slash room dash one oh one underscore a"),
+    (
+        "Book at https://shop.example.de/room-101_a",
+        "Book at shop dot example dot D E slash room dash one oh one underscore a",
+    ),
     ("Visit example.com.", "Visit example dot com."),
     ("Email lost-property@station.org.uk.", "Email lost dash property at station dot org dot U K."),
     ("Mail john.smith99@nhs.net today", "Mail john dot smith ninety nine at N H S dot net today"),
@@ -88,14 +92,17 @@ _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_LABEL, min_size=1, max_size=3), st.sampled_from(["com", "org", "net", "uk", "de"]),
-       st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=10), max_size=3),
-       st.sampled_from(["", "https://", "http://", "www."]))
+@given(
+    st.lists(_LABEL, min_size=1, max_size=3),
+    st.sampled_from(["com", "org", "net", "uk", "de"]),
+    st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=10), max_size=3),
+    st.sampled_from(["", "https://", "http://", "www."]),
+)
 def test_every_web_address_is_words(labels: list[str], tld: str, path: list[str], scheme: str) -> None:
     url = scheme + ".".join([*labels, tld]) + "".join("/" + p for p in path)
     out = normalize(f"Visit {url} now.")
     assert out.startswith("Visit ") and out.endswith(" now.")
-    middle = out[len("Visit "):-len(" now.")]
+    middle = out[len("Visit ") : -len(" now.")]
     assert not re.search(r"[0-9/.:_@-]", middle), out  # every symbol and digit said as a word
     assert middle.count(" dot ") == len(labels) + (scheme == "www.")
     assert middle.count("slash") == sum(1 for _ in path)
@@ -104,8 +111,11 @@ def test_every_web_address_is_words(labels: list[str], tld: str, path: list[str]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_WORD, min_size=1, max_size=3), st.lists(_WORD, min_size=1, max_size=2),
-       st.sampled_from(["com", "org", "uk"]))
+@given(
+    st.lists(_WORD, min_size=1, max_size=3),
+    st.lists(_WORD, min_size=1, max_size=2),
+    st.sampled_from(["com", "org", "uk"]),
+)
 def test_every_email_address_is_words(local: list[str], domain: list[str], tld: str) -> None:
     out = normalize(".".join(local) + "@" + ".".join([*domain, tld]))
     assert "@" not in out and "." not in out
@@ -128,15 +138,29 @@ def test_times_with_seconds(hour: int, minute: int, second: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(0.1, 999, allow_nan=False).map(lambda f: round(f, 1)),
-       st.sampled_from(["km", "kg", "mm", "ml", "kWh", "mph", "GB", "V", "W", "°C", "%"]))
+@given(
+    st.floats(0.1, 999, allow_nan=False).map(lambda f: round(f, 1)),
+    st.sampled_from(["km", "kg", "mm", "ml", "kWh", "mph", "GB", "V", "W", "°C", "%"]),
+)
 def test_a_unit_reads_the_same_glued_or_spaced(number: float, unit: str) -> None:
     text = f"{number:g}"
     assert normalize(f"{text}{unit}") == normalize(f"{text} {unit}")
 
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -144,8 +168,12 @@ _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augu
 def test_ordinal_dates_in_every_order(day: int, month: str) -> None:
     suffix = {1: "st", 2: "nd", 3: "rd"}.get(day % 10 if day not in (11, 12, 13) else 0, "th")
     day_first = f"the {ordinal(day)} of {month}"
-    for written in (f"{day} {month}", f"{day}{suffix} {month}", f"{day}{suffix} of {month}",
-                    f"the {day}{suffix} of {month}"):
+    for written in (
+        f"{day} {month}",
+        f"{day}{suffix} {month}",
+        f"{day}{suffix} of {month}",
+        f"the {day}{suffix} of {month}",
+    ):
         assert normalize(written) == day_first, written
     assert normalize(f"{month} the {day}{suffix}") == f"{month} the {ordinal(day)}"
     assert normalize(f"{month} {day}{suffix}") == f"{month} {ordinal(day)}"

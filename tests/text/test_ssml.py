@@ -46,10 +46,7 @@ class TestSpeak:
         assert run("Gate 17 at 14:05") == [Speak("Gate seventeen at fourteen oh five")]
 
     def test_namespace_and_lang_accepted(self) -> None:
-        text = (
-            '<speak version="1.0" xmlns="http://www.w3.org/2001/10/synthesis" '
-            'xml:lang="en-GB">Hello</speak>'
-        )
+        text = '<speak version="1.0" xmlns="http://www.w3.org/2001/10/synthesis" xml:lang="en-GB">Hello</speak>'
         assert prepare(text) == [Speak("Hello")]
 
     def test_predefined_entities_are_text(self) -> None:
@@ -141,9 +138,7 @@ class TestSayAs:
 
     def test_options_apply(self) -> None:
         opts = NormalizeOptions(time_24h="12h", say_zero_as="zero")
-        assert run('<say-as interpret-as="time">14:05</say-as>', options=opts) == [
-            Speak("two oh five p m")
-        ]
+        assert run('<say-as interpret-as="time">14:05</say-as>', options=opts) == [Speak("two oh five p m")]
         assert run('<say-as interpret-as="digits">10</say-as>', options=opts) == [Speak("one zero")]
 
     def test_merges_with_surrounding_text(self) -> None:
@@ -223,10 +218,7 @@ class TestProsody:
         assert isinstance(seg, Speak) and seg.volume == pytest.approx(gain, rel=1e-5)
 
     def test_nesting_multiplies_and_restores(self) -> None:
-        body = (
-            '<prosody rate="slow" volume="+6dB">Mind <prosody rate="80%">the gap</prosody>'
-            "</prosody> now"
-        )
+        body = '<prosody rate="slow" volume="+6dB">Mind <prosody rate="80%">the gap</prosody></prosody> now'
         a, b, c = run(body)
         assert isinstance(a, Speak) and isinstance(b, Speak) and isinstance(c, Speak)
         assert (a.text, a.rate, a.volume) == ("Mind", 0.8, pytest.approx(1.995262, rel=1e-5))
@@ -280,9 +272,7 @@ class TestPhoneme:
 
 class TestSentencesAndParagraphs:
     def test_s_ends_sentences(self) -> None:
-        assert run("<s>Platform two</s><s>Mind the gap</s>") == [
-            Speak("Platform two. Mind the gap.")
-        ]
+        assert run("<s>Platform two</s><s>Mind the gap</s>") == [Speak("Platform two. Mind the gap.")]
 
     def test_s_keeps_existing_question_mark(self) -> None:
         assert run("<s>Is this it?</s><s>Yes</s>") == [Speak("Is this it? Yes.")]

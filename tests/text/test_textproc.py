@@ -131,6 +131,8 @@ def test_blank_line_ends_a_paragraph_without_adding_a_mark() -> None:
     from edgetts.text.prepare import Break, Speak, prepare
 
     assert prepare("First line\n \nSecond line.", normalize=False) == [
-        Speak("First line"), Break(0.0), Speak("Second line."),
+        Speak("First line"),
+        Break(0.0),
+        Speak("Second line."),
     ]
     assert prepare("one\ntwo") == [Speak("one two")]

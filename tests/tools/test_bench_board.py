@@ -15,8 +15,7 @@ import slowboard
 
 from support.paths import ROOT, TOOLS
 
-ENGINE_FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "underruns", "gap_ms_total",
-                 "cpu_s_total")
+ENGINE_FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "underruns", "gap_ms_total", "cpu_s_total")
 
 
 def _need_slow_board() -> None:
@@ -48,8 +47,23 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     _need_slow_board()
     out = tmp_path / "board.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    bench = subprocess.Popen([sys.executable, str(TOOLS / "bench_board.py"), "--lines", "2", "--runs", "1",
-                              "--quota", "0.5", "--whole", "--json", str(out)], env=env, cwd=tmp_path)
+    bench = subprocess.Popen(
+        [
+            sys.executable,
+            str(TOOLS / "bench_board.py"),
+            "--lines",
+            "2",
+            "--runs",
+            "1",
+            "--quota",
+            "0.5",
+            "--whole",
+            "--json",
+            str(out),
+        ],
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert bench.wait(timeout=300) == 0
     finally:

@@ -15,6 +15,7 @@ import pytest
 
 SHIPPED = bed.DEFAULT_OUT
 
+
 def _piper_data() -> Path:
     """piper-tts's espeak-ng-data, found without importing piper."""
     spec = importlib.util.find_spec("piper")
@@ -100,7 +101,9 @@ def test_the_tool_rebuilds_the_shipped_files_bit_for_bit() -> None:
     _need_build_tools()
     proc = subprocess.run(
         [sys.executable, str(bed.ROOT / "tools" / "build_espeak_data.py"), "--check"],
-        capture_output=True, text=True, timeout=1200,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "identical"

@@ -10,9 +10,9 @@ def test_find_onset_to_the_sample_whole_or_joined_late() -> None:
     rng = np.random.default_rng(0)
     ref = rng.uniform(-1, 1, 5000)
     whole = np.zeros(50000)
-    whole[12345: 12345 + ref.size] = 0.5 * ref
+    whole[12345 : 12345 + ref.size] = 0.5 * ref
     late = np.zeros(50000)
-    late[12345 + 3000: 12345 + ref.size] = ref[3000:]  # its first 3000 samples skipped
+    late[12345 + 3000 : 12345 + ref.size] = ref[3000:]  # its first 3000 samples skipped
     noisy = whole + rng.normal(0, 0.2, whole.size)
     for channel in (whole, late, noisy):
         assert find_onset(channel, ref, 12000, 22050) == 12345

@@ -18,8 +18,8 @@ def test_a_slip_of_twenty_samples_mid_clip_still_scores_the_very_samples() -> No
     ref = _speechlike(1, 1.5)
     onset, half = 5000, ref.size // 2
     channel = np.zeros(ref.size + 20000)
-    channel[onset: onset + half] = ref[:half]
-    channel[onset + half + 20: onset + ref.size + 20] = ref[half:]  # the sink inserted 20 samples
+    channel[onset : onset + half] = ref[:half]
+    channel[onset + half + 20 : onset + ref.size + 20] = ref[half:]  # the sink inserted 20 samples
     _index, whole = match(channel, ref, onset, RATE, 0.05)
     assert whole < 0.8  # one correlation over the whole clip calls it another sound
     assert piecewise_score(channel, ref, onset) > 0.99
@@ -28,6 +28,6 @@ def test_a_slip_of_twenty_samples_mid_clip_still_scores_the_very_samples() -> No
 def test_other_samples_score_low() -> None:
     ref = _speechlike(1, 1.5)
     channel = np.zeros(ref.size + 20000)
-    channel[5000: 5000 + ref.size] = _speechlike(2, 1.5)
+    channel[5000 : 5000 + ref.size] = _speechlike(2, 1.5)
     assert piecewise_score(channel, ref, 5000) < 0.2
     assert piecewise_score(np.zeros(100), ref, 0) == 0.0  # nothing recorded there

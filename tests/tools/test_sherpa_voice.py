@@ -45,16 +45,22 @@ print(json.dumps({"sample_rate": engine.sample_rate, "chunk_sizes": sizes}))
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sherpa-voice")
-    subprocess.run([sys.executable, str(TOOLS / "sherpa_voice.py"), str(out)], check=True, timeout=300,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(TOOLS / "sherpa_voice.py"), str(out)], check=True, timeout=300, capture_output=True
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def sherpa_speech(converted: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[np.ndarray]]:
     npz = tmp_path_factory.mktemp("sherpa-audio") / "audio.npz"
-    done = subprocess.run([sys.executable, "-c", _SPEAK, str(TOOLS), str(converted), str(npz), SHORT, TWO],
-                          check=True, timeout=300, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _SPEAK, str(TOOLS), str(converted), str(npz), SHORT, TWO],
+        check=True,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
     info = json.loads(done.stdout.strip().splitlines()[-1])
     with np.load(npz) as saved:
         return info, [saved["text0"], saved["text1"]]
@@ -73,10 +79,17 @@ def test_conversion_adds_sherpa_metadata_and_keeps_the_voice(converted: Path) ->
     source_model, source_config = default_voice_files()
     model = onnx.load(str(converted / "model.onnx"))
     meta = {p.key: p.value for p in model.metadata_props}
-    assert {k: meta[k] for k in ("model_type", "comment", "voice", "has_espeak", "n_speakers", "sample_rate",
-                                  "add_blank")} == {
-        "model_type": "vits", "comment": "piper", "voice": "en-us", "has_espeak": "1", "n_speakers": "1",
-        "sample_rate": str(RATE), "add_blank": "0"}
+    assert {
+        k: meta[k] for k in ("model_type", "comment", "voice", "has_espeak", "n_speakers", "sample_rate", "add_blank")
+    } == {
+        "model_type": "vits",
+        "comment": "piper",
+        "voice": "en-us",
+        "has_espeak": "1",
+        "n_speakers": "1",
+        "sample_rate": str(RATE),
+        "add_blank": "0",
+    }
     assert meta["language"] == "English" and "," in meta["punctuation"].split()
     # The same voice: graph and weights byte for byte, only metadata added.
     original = onnx.load(str(source_model))
@@ -100,16 +113,16 @@ def test_conversion_is_skipped_when_up_to_date(converted: Path) -> None:
     assert (converted / "model.onnx").stat().st_mtime_ns == before
 
 
-def test_sherpa_speaks_the_converted_voice_like_edgetts(sherpa_speech: tuple[dict, list[np.ndarray]],
-                                                        raw_voice) -> None:  # type: ignore[no-untyped-def]
+def test_sherpa_speaks_the_converted_voice_like_edgetts(
+    sherpa_speech: tuple[dict, list[np.ndarray]], raw_voice
+) -> None:  # type: ignore[no-untyped-def]
     info, (short, two) = sherpa_speech
     assert info["sample_rate"] == RATE
     seconds = len(short) / RATE
     assert 0.5 < seconds < 2.5, seconds  # three words
     assert np.abs(short).max() > 0.1  # speech, not silence
     # edgetts, whole sentences, normaliser off, zero noise: the same phoneme ids on the same model.
-    ours = np.concatenate([c.audio for c in raw_voice.synthesize(SHORT, SynthesisConfig(noise_scale=0.0,
-                                                                                          noise_w=0.0))])
+    ours = np.concatenate([c.audio for c in raw_voice.synthesize(SHORT, SynthesisConfig(noise_scale=0.0, noise_w=0.0))])
     assert abs(len(short) - len(ours)) <= 0.15 * len(ours), (len(short), len(ours))
     a, b = _envelope(short), _envelope(ours)
     n = min(len(a), len(b))

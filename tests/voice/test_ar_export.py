@@ -12,9 +12,7 @@ import pytest
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
 
-torch = pytest.importorskip(
-    "torch", reason="torch is needed to build the reference Qwen2 checkpoint"
-)
+torch = pytest.importorskip("torch", reason="torch is needed to build the reference Qwen2 checkpoint")
 transformers = pytest.importorskip("transformers", reason="transformers builds the reference Qwen2")
 
 import onnxruntime as ort
@@ -69,9 +67,7 @@ def test_block_export_matches_transformers_with_cache(checkpoint, tmp_path):
     lm.forward(p, ids[:9])
     prefix = p.freeze()
     with pool.new_sequence(prefix=prefix) as seq:
-        got = [lm.forward(seq, ids[9:14])] + [
-            lm.forward(seq, ids[i : i + 1]) for i in range(14, 30)
-        ]
+        got = [lm.forward(seq, ids[9:14])] + [lm.forward(seq, ids[i : i + 1]) for i in range(14, 30)]
     np.testing.assert_allclose(np.concatenate(got), ref[9:], atol=1e-4, rtol=0)
 
 
@@ -85,18 +81,10 @@ def test_naive_export_matches_transformers_and_concats(checkpoint, tmp_path):
     ids = np.random.default_rng(1).integers(0, 300, 12)
     with torch.no_grad():
         out = model(torch.tensor(ids[None]), use_cache=True)
-    past = {
-        f"past_key_values.{i}.{t}": np.zeros((1, 2, 0, 16), np.float32)
-        for i in range(2)
-        for t in ("key", "value")
-    }
+    past = {f"past_key_values.{i}.{t}": np.zeros((1, 2, 0, 16), np.float32) for i in range(2) for t in ("key", "value")}
     res = sess.run(None, {"input_ids": ids[None], "position_ids": np.arange(12)[None], **past})
     np.testing.assert_allclose(res[0][0], out.logits[0].numpy(), atol=1e-4, rtol=0)
-    hf_k0 = (
-        out.past_key_values.layers[0].keys
-        if hasattr(out.past_key_values, "layers")
-        else out.past_key_values[0][0]
-    )
+    hf_k0 = out.past_key_values.layers[0].keys if hasattr(out.past_key_values, "layers") else out.past_key_values[0][0]
     np.testing.assert_allclose(res[1], hf_k0.numpy(), atol=1e-5, rtol=0)
     assert res[1].shape == (1, 2, 12, 16)
 

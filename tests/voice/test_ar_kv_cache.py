@@ -42,9 +42,7 @@ def naive_full(naive, ids: np.ndarray) -> np.ndarray:
     feeds = {"input_ids": ids[None].astype(np.int64), "position_ids": np.arange(len(ids))[None]}
     for i in range(s.num_layers):
         for t in ("key", "value"):
-            feeds[f"past_key_values.{i}.{t}"] = np.zeros(
-                (1, s.num_kv_heads, 0, s.head_dim), np.float32
-            )
+            feeds[f"past_key_values.{i}.{t}"] = np.zeros((1, s.num_kv_heads, 0, s.head_dim), np.float32)
     return naive.run(["logits"], feeds)[0][0]
 
 

@@ -81,9 +81,7 @@ def test_unspeakable_text_raises_before_yielding(voice, text):
 
 def test_volume_applies(voice):
     a = np.concatenate([c.audio for c in voice.synthesize("Volume.", seed=5)])
-    b = np.concatenate(
-        [c.audio for c in voice.synthesize("Volume.", SynthesisConfig(volume=0.5), seed=5)]
-    )
+    b = np.concatenate([c.audio for c in voice.synthesize("Volume.", SynthesisConfig(volume=0.5), seed=5)])
     np.testing.assert_allclose(b, a * 0.5, atol=1e-7)
 
 

@@ -79,15 +79,18 @@ def test_split_key_differs_by_onnxruntime(monkeypatch: pytest.MonkeyPatch, model
     assert split_cache._split_key(model, 2, 1) != before
 
 
-def test_a_split_of_another_architecture_is_not_read(monkeypatch: pytest.MonkeyPatch, model: Path,
-                                                     tmp_path: Path) -> None:
+def test_a_split_of_another_architecture_is_not_read(
+    monkeypatch: pytest.MonkeyPatch, model: Path, tmp_path: Path
+) -> None:
     """A cache directory carried from an x86 host: the aarch64 board looks under another name."""
     cache = tmp_path / "cache"
     cache.mkdir()
     monkeypatch.setattr(split_cache.platform, "machine", lambda: "x86_64")
     x86 = split_cache._CacheEntry.of(model, cache, 2, 1)
-    x86.meta.write_text('{"frame_inputs": [], "hop": 256, "margin": 2, "gain": 1.0, "flow_inputs": [],'
-                        ' "flow_margin": 1, "durations": ""}')
+    x86.meta.write_text(
+        '{"frame_inputs": [], "hop": 256, "margin": 2, "gain": 1.0, "flow_inputs": [],'
+        ' "flow_margin": 1, "durations": ""}'
+    )
     for part in x86.parts.values():
         part.write_bytes(b"x")
     assert x86.read(model) is not None

@@ -40,8 +40,16 @@ PROCESSES = 4
 def test_processes_starting_together_make_the_split_once_and_all_stream(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ORT_DISABLE_TELEMETRY": "1"}
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(cache)], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(PROCESSES)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(cache)],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(PROCESSES)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
     results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]

@@ -74,7 +74,15 @@ print(json.dumps({lang: phonemizer.phonemize(lang, text) for lang, text in lines
 def test_espeak_names_dictionaries_as_its_voice_files_say() -> None:
     assert voice_file(DATA, "en-us") == DATA / "lang" / "gmw" / "en-US"
     assert [dictionary_of(DATA, v) for v in ("en-us", "it", "cmn", "nb", "de-de", "yue", "pt-BR", "en-us+f3")] == [
-        "en", "it", "cmn", "no", "de", "yue", "pt", "en"]
+        "en",
+        "it",
+        "cmn",
+        "no",
+        "de",
+        "yue",
+        "pt",
+        "en",
+    ]
     assert dictionary_of(DATA, "xx-made-up") is None
 
 
@@ -96,8 +104,10 @@ def test_a_data_copy_lacking_a_dictionary_is_refused_naming_it(tmp_path: Path) -
     check_dictionary(copy, "en-us")
     with pytest.raises(PhonemizerError) as err:
         check_dictionary(copy, "it")
-    assert str(err.value) == (f"espeak-ng voice 'it' reads language 'it', whose dictionary it_dict is not in the "
-                              f"espeak-ng data {copy} (rebuild it: tools/build_espeak_data.py)")
+    assert str(err.value) == (
+        f"espeak-ng voice 'it' reads language 'it', whose dictionary it_dict is not in the "
+        f"espeak-ng data {copy} (rebuild it: tools/build_espeak_data.py)"
+    )
 
 
 def test_loading_a_voice_whose_dictionary_is_missing_fails_clearly(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -109,8 +119,9 @@ def test_loading_a_voice_whose_dictionary_is_missing_fails_clearly(tmp_path: Pat
     espeak = phonemize_module._Espeak.get()
     monkeypatch.setattr(espeak, "_data", copy)  # what the library was given, for the check
     espeak._voice = None  # not restored by monkeypatch: None makes the next call set its voice again
-    with pytest.raises(PhonemizerError, match=f"language 'it', whose dictionary it_dict is not in the espeak-ng "
-                                              f"data {copy}"):
+    with pytest.raises(
+        PhonemizerError, match=f"language 'it', whose dictionary it_dict is not in the espeak-ng data {copy}"
+    ):
         PiperVoice.load(make_voice(tmp_path, "ok", language="it"))
     with pytest.raises(PhonemizerError, match="language 'it'"):
         phonemize("Buongiorno a tutti.", "it")
@@ -132,8 +143,9 @@ def _joined(sentences: list[list[str]]) -> list[str]:
 def test_other_languages_read_as_piper_tts_reads_them() -> None:
     """With every dictionary shipped, 30 of these 34 languages phonemize exactly as piper-tts 1.8.0 does;
     the other four differ in two known ways, each pinned to what it is."""
-    done = subprocess.run([sys.executable, "-c", _PIPER], input=json.dumps(LINES), capture_output=True, text=True,
-                          check=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _PIPER], input=json.dumps(LINES), capture_output=True, text=True, check=True, timeout=300
+    )
     oracle = {lang: _joined(sentences) for lang, sentences in json.loads(done.stdout).items()}
     ours = {lang: _joined(phonemize(text, lang)) for lang, text in LINES.items()}
     assert all(len(sentences) == 2 and min(map(len, sentences)) > 8 for sentences in ours.values()), ours

@@ -18,8 +18,10 @@ from edgetts.voice.piper.streaming import FLOW_CHUNK, FLOW_REACH, Latent, flow_s
 from edgetts.voice.piper.voice import PiperVoice
 
 RAW = SynthesisConfig(noise_scale=0.0, noise_w=0.0, normalize_audio=False)
-LONG = ("The next train to arrive at platform two is the ten fifteen service to Manchester Piccadilly, "
-        "calling at all stations except Stockport and Wilmslow, and it is formed of eight coaches.")
+LONG = (
+    "The next train to arrive at platform two is the ten fifteen service to Manchester Piccadilly, "
+    "calling at all stations except Stockport and Wilmslow, and it is formed of eight coaches."
+)
 
 
 def test_a_small_first_window_gets_a_short_close_run() -> None:
@@ -44,9 +46,13 @@ def test_later_runs_go_on_from_the_exact_frames() -> None:
 
 @pytest.fixture(scope="module")
 def voice(tmp_path_factory: pytest.TempPathFactory) -> PiperVoice:
-    loaded = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2),
-                             text=TextOptions(normalize=False), cache_dir=tmp_path_factory.mktemp("split"),
-                             streaming=True)
+    loaded = PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=2),
+        text=TextOptions(normalize=False),
+        cache_dir=tmp_path_factory.mktemp("split"),
+        streaming=True,
+    )
     assert loaded.split is not None and loaded.split.flow is not None
     return loaded
 
@@ -83,7 +89,8 @@ def test_windows_see_what_one_whole_flow_run_gives_and_compute_little_twice(voic
     computed = sum(runs)
     # Each run after the first reaches FLOW_REACH back and ahead; the first, close or exact, ahead only.
     assert computed <= latent.frames + FLOW_REACH + 2 * FLOW_REACH * (len(runs) - 1) + (
-        first + voice.split.flow_margin if first <= 2 * FLOW_REACH - voice.split.flow_margin else 0)  # type: ignore[union-attr]
+        first + voice.split.flow_margin if first <= 2 * FLOW_REACH - voice.split.flow_margin else 0
+    )  # type: ignore[union-attr]
 
 
 def test_a_large_first_window_no_longer_recomputes_its_frames(voice: PiperVoice) -> None:

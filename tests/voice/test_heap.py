@@ -21,8 +21,14 @@ print(fix_mmap_threshold.cache_info().hits, result)
 
 def _probe(**env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
-    out = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, "PYTHONPATH": str(ROOT), **env},
-                         capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        env={**clean, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return out.stdout.strip()
 
 

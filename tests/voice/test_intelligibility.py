@@ -13,8 +13,10 @@ CASES = [
     ("Mind the gap between the train and the platform.", {"mind", "gap", "train", "platform"}),
     ("Please stand clear of the closing doors.", {"clear", "closing", "doors"}),
     ("The washing machine has finished.", {"washing", "machine"}),
-    ("Welcome aboard. Please keep your belongings with you at all times.",
-     {"welcome", "aboard", "belongings", "times"}),
+    (
+        "Welcome aboard. Please keep your belongings with you at all times.",
+        {"welcome", "aboard", "belongings", "times"},
+    ),
 ]
 
 
@@ -73,8 +75,9 @@ def test_streamed_speech_is_heard_as_well_as_whole_sentences() -> None:
     from edgetts.voice.piper.windows import StreamingOptions
 
     voices = {
-        mode: PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2),
-                              cache_dir=default_cache_dir(), streaming=options)
+        mode: PiperVoice.load(
+            default_voice_path(), runtime=RuntimeOptions(threads=2), cache_dir=default_cache_dir(), streaming=options
+        )
         for mode, options in (("streamed", True), ("fast start", StreamingOptions(fast_start_ids=64)))
     }
     config = SynthesisConfig(noise_scale=0.0, noise_w=0.0)

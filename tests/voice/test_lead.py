@@ -42,14 +42,19 @@ TOO_SLOW = {kind: Cost(c.fixed * 2, c.per_unit * 2) for kind, c in PI4.items()}
 
 @pytest.fixture(scope="module")
 def shape() -> Shape:
-    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                            streaming=StreamingOptions(fast_start_ids=64))
+    voice = PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=1),
+        cache_dir=default_cache_dir(),
+        streaming=StreamingOptions(fast_start_ids=64),
+    )
     assert voice.split is not None
     return Shape(voice.split, voice.streaming, voice.sample_rate)
 
 
-def _dry_seconds(items: list[Item], shape: Shape, speed: SpeedModel, windows: tuple[Windows | None, ...],
-                 lead: float) -> float:
+def _dry_seconds(
+    items: list[Item], shape: Shape, speed: SpeedModel, windows: tuple[Windows | None, ...], lead: float
+) -> float:
     """How long playback starting ``lead`` after the first chunk would wait, at the costs predicted."""
     ready, play, waited = 0.0, None, 0.0
     for item, schedule in zip(items, windows):
@@ -92,12 +97,21 @@ FLAT_FRONT = {**TWO_THREADS, "front": Cost(0.03, 0.000005)}
 """The same, but the front costs the same at any length: a prefix would start no sooner."""
 
 
-@pytest.mark.parametrize(("costs", "ids", "fast_start"), [
-    (TWO_THREADS, 140, True), (TWO_THREADS, 205, True), (TWO_THREADS, 300, True),
-    (FLAT_FRONT, 140, False), (FLAT_FRONT, 300, False),
-])
+@pytest.mark.parametrize(
+    ("costs", "ids", "fast_start"),
+    [
+        (TWO_THREADS, 140, True),
+        (TWO_THREADS, 205, True),
+        (TWO_THREADS, 300, True),
+        (FLAT_FRONT, 140, False),
+        (FLAT_FRONT, 300, False),
+    ],
+)
 def test_a_long_first_sentence_that_keeps_up_still_starts_from_its_prefix(
-    shape: Shape, costs: dict[str, Cost], ids: int, fast_start: bool,
+    shape: Shape,
+    costs: dict[str, Cost],
+    ids: int,
+    fast_start: bool,
 ) -> None:
     """Exact decoding keeps up on a fast machine, but its first audio waits for the whole sentence's
     front: fast start is taken where it starts at least FAST_START_GAIN sooner, and only there."""
@@ -165,7 +179,8 @@ def _count_chunks(monkeypatch: pytest.MonkeyPatch) -> list[Windows | None]:
 
 
 def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keeps_up(
-    shape: Shape, monkeypatch: pytest.MonkeyPatch,
+    shape: Shape,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A 301-id first sentence (a piece of the 60-word probe) at 1 thread: the voice's own schedule
     does not quite keep up, so the plan searches.  A first window larger than one that kept up with
@@ -177,8 +192,7 @@ def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keep
     items = [Item(ids=301, first_in_text=True)]
     assert shape.options is not None
     clock = _Clock(speed)
-    every = [(clock.trial(_chunks(items[0], shape, speed, w))[0], w)
-             for w in lead._candidates(items[0], shape.options)]
+    every = [(clock.trial(_chunks(items[0], shape, speed, w))[0], w) for w in lead._candidates(items[0], shape.options)]
     own = every[0]
     assert own[0] > _chunks(items[0], shape, speed, own[1])[0][0] * clock.safety  # it searches
     counting = lead._chunks
@@ -190,17 +204,26 @@ def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keep
     assert clock.trial(counting(items[0], shape, speed, chosen))[0] <= soonest * 1.02
 
 
-@pytest.mark.parametrize("costs", [FAST, ONE_THREAD, MEASURED_TWO_THREADS, PI4, TOO_SLOW],
-                         ids=["fast", "one-thread", "two-threads", "pi4", "too-slow"])
+@pytest.mark.parametrize(
+    "costs",
+    [FAST, ONE_THREAD, MEASURED_TWO_THREADS, PI4, TOO_SLOW],
+    ids=["fast", "one-thread", "two-threads", "pi4", "too-slow"],
+)
 def test_the_search_skips_schedules_whose_front_alone_ends_too_late_and_chooses_the_same(
-    shape: Shape, costs: dict[str, Cost], monkeypatch: pytest.MonkeyPatch,
+    shape: Shape,
+    costs: dict[str, Cost],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A schedule whose front alone ends after the best start so far (+2 %) cannot be _better: the
     search skips it without predicting its chunks, and chooses exactly what trying it chooses."""
     import edgetts.voice.piper.lead as lead
 
-    texts = [[Item(ids=301, first_in_text=True), Item(pause_s=0.05), Item(ids=285), Item(ids=287)],
-             TEXT, [Item(ids=33, first_in_text=True)], [Item(ids=180, first_in_text=True), Item(ids=400)]]
+    texts = [
+        [Item(ids=301, first_in_text=True), Item(pause_s=0.05), Item(ids=285), Item(ids=287)],
+        TEXT,
+        [Item(ids=33, first_in_text=True)],
+        [Item(ids=180, first_in_text=True), Item(ids=400)],
+    ]
     tried = _count_chunks(monkeypatch)
     pruned = [plan_text(text, shape, SpeedModel(assumed=costs, frames_per_id=2.2)) for text in texts]
     with_bound = len(tried)
@@ -263,8 +286,12 @@ def test_the_first_chunk_carries_the_lead_of_the_first_sentence_s_real_frames() 
     them, not of the frames its ids predicted (here a model that predicts 1 frame an id)."""
     from edgetts.engine import SynthesisConfig
 
-    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                            streaming=StreamingOptions(fast_start_ids=64))
+    voice = PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=1),
+        cache_dir=default_cache_dir(),
+        streaming=StreamingOptions(fast_start_ids=64),
+    )
     speed = voice.speed = SpeedModel(assumed=PI4, frames_per_id=1.0)
     assert voice.split is not None
     text = "Please stand clear of the closing doors."
@@ -319,8 +346,12 @@ def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
     from edgetts.engine import SynthesisConfig
     from edgetts.voice.piper.fast_start import kept_ids
 
-    voice = PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                            streaming=StreamingOptions(fast_start_ids=64))
+    voice = PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=1),
+        cache_dir=default_cache_dir(),
+        streaming=StreamingOptions(fast_start_ids=64),
+    )
     assert voice.split is not None
     text = "Flight BA 2490 to Lisbon is now boarding at gate 17."
     sentence = next(item for item in voice.frontend.plan(text) if hasattr(item, "phonemes"))
@@ -343,6 +374,7 @@ def test_the_voice_tells_fast_start_s_frames_as_each_front_runs() -> None:
 def test_a_lead_s_pad_grows_with_what_is_predicted() -> None:
     """The pad covers a prediction's error: a first window a few ms short at full speed is not held
     100 ms more (it was, on 5-8 of 40 lines in bench_daemon), while a board's lead keeps the whole pad."""
+
     def lead(chunks: list[tuple[float, float]]) -> float:
         clock = _Clock(SpeedModel())
         clock.add([(compute / clock.safety, audio) for compute, audio in chunks])
@@ -446,8 +478,11 @@ def _waits(chunks: list[list[float]], use_lead: bool) -> float:
 
 def _run_child() -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(ROOT / "tools"), str(ROOT / "tests" / "data" / "announcements.txt"),
-         "0.75"], capture_output=True, text=True, timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
+        [sys.executable, "-c", _CHILD, str(ROOT / "tools"), str(ROOT / "tests" / "data" / "announcements.txt"), "0.75"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return cast("dict[str, Any]", json.loads(proc.stdout.strip().splitlines()[-1]))

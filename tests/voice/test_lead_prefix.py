@@ -32,8 +32,12 @@ EARLY_ENDS = (3, 9, 14, 20, 40, 47, 58, 70, 77, 88, 100)
 
 @pytest.fixture(scope="module")
 def voice() -> PiperVoice:
-    return PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=1), cache_dir=default_cache_dir(),
-                           streaming=StreamingOptions(fast_start_ids=64))
+    return PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=1),
+        cache_dir=default_cache_dir(),
+        streaming=StreamingOptions(fast_start_ids=64),
+    )
 
 
 def test_a_prefix_too_short_for_a_first_window_is_modelled_as_run_for_nothing(voice: PiperVoice) -> None:

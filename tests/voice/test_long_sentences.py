@@ -36,8 +36,12 @@ def unbounded_voice():  # type: ignore[no-untyped-def]
     from edgetts.voice.piper.voice import PiperVoice
 
     voice = load_voice("default", threads=2)
-    return PiperVoice.load(voice.model_path, runtime=RuntimeOptions(threads=2, arena_shrinkage=False),
-                           text=voice.frontend.text, max_sentence_ids=10**9)
+    return PiperVoice.load(
+        voice.model_path,
+        runtime=RuntimeOptions(threads=2, arena_shrinkage=False),
+        text=voice.frontend.text,
+        max_sentence_ids=10**9,
+    )
 
 
 def test_corpus_ids_and_audio_are_unchanged(default_voice, unbounded_voice) -> None:  # type: ignore[no-untyped-def]
@@ -133,8 +137,14 @@ _MEASURE = textwrap.dedent("""
 
 @pytest.mark.parametrize("name", LONG_TEXTS)
 def test_a_long_text_starts_soon_in_bounded_memory(name: str) -> None:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, LONG_TEXTS[name]], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, LONG_TEXTS[name]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     measured = json.loads(out.strip().splitlines()[-1])
     print(name, measured)
     # Issue 13: "starts within seconds", "under a few hundred MB" (it was 5.9 GB at 9.5 s, no audio yet).

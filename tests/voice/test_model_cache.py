@@ -27,7 +27,9 @@ def _audio(voice: PiperVoice) -> np.ndarray:
 
 def _load(cache_dir: Path | None) -> PiperVoice:
     return PiperVoice.load(
-        default_voice_path(), runtime=RuntimeOptions(threads=1), text=TextOptions(normalize=False),
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=1),
+        text=TextOptions(normalize=False),
         cache_dir=cache_dir,
     )
 

@@ -89,7 +89,9 @@ def test_cli_phoneme_ids_match_piper(piper_voice) -> None:  # type: ignore[no-un
     line = corpus_lines()[2]
     out = subprocess.run(
         [sys.executable, "-m", "edgetts.cli", "phonemes", line, "--ids", "--no-normalize"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     assert [json.loads(row) for row in out.splitlines()] == _oracle_ids(piper_voice, line)
 
@@ -102,8 +104,14 @@ def test_linking_glide_is_written_as_in_piper() -> None:
 
 @pytest.mark.parametrize(
     ("text", "voice", "passes"),
-    [("the door", "en-us", 1), ("Mind the gap.", "en-us", 1), ("the alarm", "en-us", 2),
-     ("We apologise for the inconvenience.", "en-us", 2), ("drei Züge", "de", 2), ("Guten Tag", "de", 1)],
+    [
+        ("the door", "en-us", 1),
+        ("Mind the gap.", "en-us", 1),
+        ("the alarm", "en-us", 2),
+        ("We apologise for the inconvenience.", "en-us", 2),
+        ("drei Züge", "de", 2),
+        ("Guten Tag", "de", 1),
+    ],
 )
 def test_mnemonic_pass_runs_only_where_it_can_change_the_ipa(
     monkeypatch: pytest.MonkeyPatch, text: str, voice: str, passes: int
@@ -128,7 +136,10 @@ def test_mnemonic_pass_runs_only_where_it_can_change_the_ipa(
 def test_clauses_carry_terminators_and_sentence_ends() -> None:
     clauses = phonemize_clauses("Attention all staff: a drill, today. Go now!", "en-us")
     assert [(c.terminator, c.ends_sentence) for c in clauses] == [
-        (":", False), (",", False), (".", True), ("!", True),
+        (":", False),
+        (",", False),
+        (".", True),
+        ("!", True),
     ]
 
 

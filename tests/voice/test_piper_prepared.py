@@ -46,8 +46,9 @@ def test_prepared_otherwise_is_read_as_the_voice_reads_it(default_voice, prepara
     assert default_voice.frontend.plan(raw) == default_voice.frontend.plan("Platform 4 at 14:05.")
     assert preparations == ["Platform 4 at 14:05.", "Platform 4 at 14:05."]  # the source, by the voice
     twelve = prepare_text("14:05.", TextOptions(normalize_options=NormalizeOptions(time_24h="12h")))
-    assert default_voice.frontend.plan(twelve) != default_voice.frontend.plan(Prepared(
-        "14:05.", twelve.segments, default_voice.frontend.text))  # never the other options' reading
+    assert default_voice.frontend.plan(twelve) != default_voice.frontend.plan(
+        Prepared("14:05.", twelve.segments, default_voice.frontend.text)
+    )  # never the other options' reading
 
 
 def test_prepared_audio_equals_the_text_audio(default_voice, preparations) -> None:  # type: ignore[no-untyped-def]

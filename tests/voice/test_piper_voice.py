@@ -38,9 +38,10 @@ def test_audio_equals_piper_at_zero_noise(raw_voice, piper_voice, line: str) -> 
         assert a.phoneme_ids == tuple(b.phoneme_ids)
         assert a.audio.shape == b.audio_float_array.shape
         np.testing.assert_allclose(a.audio, b.audio_float_array, atol=1e-4)
-        assert np.array_equal(a.to_int16(), b.audio_int16_array) or np.max(
-            np.abs(a.to_int16().astype(int) - b.audio_int16_array.astype(int))
-        ) <= 2
+        assert (
+            np.array_equal(a.to_int16(), b.audio_int16_array)
+            or np.max(np.abs(a.to_int16().astype(int) - b.audio_int16_array.astype(int))) <= 2
+        )
 
 
 def test_one_chunk_per_sentence_in_order(default_voice) -> None:  # type: ignore[no-untyped-def]

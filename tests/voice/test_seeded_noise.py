@@ -34,16 +34,19 @@ from edgetts.voice.piper.seeded_noise import (
 from edgetts.voice.piper.voice import PiperVoice
 
 ROOT = Path(__file__).resolve().parents[2]
-TEXT = ("Attention please. The next train to arrive at platform two is the service to Edinburgh. "
-        "Mind the gap.")
+TEXT = "Attention please. The next train to arrive at platform two is the service to Edinburgh. Mind the gap."
 ZERO = SynthesisConfig(noise_scale=0.0, noise_w=0.0, normalize_audio=False)
 
 
 @pytest.fixture(scope="module")
 def voice() -> PiperVoice:
     """The default voice, whole sentences, as the daemon loads it (seeded graph from the cache)."""
-    return PiperVoice.load(default_voice_path(), runtime=RuntimeOptions(threads=2), text=TextOptions(normalize=False),
-                           cache_dir=Path(os.environ["EDGETTS_CACHE_DIR"]) / "models")
+    return PiperVoice.load(
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=2),
+        text=TextOptions(normalize=False),
+        cache_dir=Path(os.environ["EDGETTS_CACHE_DIR"]) / "models",
+    )
 
 
 def _pcm(voice: PiperVoice, text: str, config: SynthesisConfig) -> list[np.ndarray]:
@@ -56,8 +59,9 @@ def _graph(op: str, opset: int = 15, **attrs: object) -> onnx.ModelProto:
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None])] if like else []
     out = helper.make_tensor_value_info("y", int(attrs.get("dtype", 1)), None)  # type: ignore[call-overload]
     node = helper.make_node(op, ["x"] if like else [], ["y"], **attrs)
-    model = helper.make_model(helper.make_graph([node], "t", inputs, [out]),
-                              opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(
+        helper.make_graph([node], "t", inputs, [out]), opset_imports=[helper.make_opsetid("", opset)]
+    )
     model.ir_version = 8
     return model
 
@@ -210,14 +214,22 @@ print(json.dumps(out))
 
 def test_same_seed_same_pcm_in_two_processes(voice: PiperVoice) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    runs = [json.loads(subprocess.run([sys.executable, "-c", _CHILD, TEXT], env=env, capture_output=True,
-                                      text=True, check=True, timeout=600).stdout) for _ in range(2)]
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _CHILD, TEXT], env=env, capture_output=True, text=True, check=True, timeout=600
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1]
     assert len(runs[0]["whole"]) == 3 and len(set(runs[0]["whole"])) == 3
     # A streaming voice's whole sentences run the split parts: still the whole model's samples.
     assert runs[0]["split_whole"] == runs[0]["whole"]
     # And they are the samples this process made (the same thread count: another count may move
     # a sample by one LSB, README "Seeded noise").
-    here = [hashlib.sha256(a.tobytes()).hexdigest()
-            for a in _pcm(voice, TEXT, SynthesisConfig(seed=seed_for("announcement-19")))]
+    here = [
+        hashlib.sha256(a.tobytes()).hexdigest()
+        for a in _pcm(voice, TEXT, SynthesisConfig(seed=seed_for("announcement-19")))
+    ]
     assert runs[0]["whole"] == here

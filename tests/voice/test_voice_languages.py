@@ -21,15 +21,21 @@ from support.languages import LANGUAGES, language_lines, piper_ids
 # clause with no space after them; "。！？" end a sentence and are not written (as piper-tts reads
 # them), "：；，、" go on with it.
 SPLITS = {
-    "de": [("Achtung! Der Zug fährt ab. Bitte einsteigen?", ["!", ".", "?"]),
-           ("Gleis 3: ICE nach Köln; bitte zurücktreten.", ["."])],
+    "de": [
+        ("Achtung! Der Zug fährt ab. Bitte einsteigen?", ["!", ".", "?"]),
+        ("Gleis 3: ICE nach Köln; bitte zurücktreten.", ["."]),
+    ],
     "fr": [("« Attention ! » Le train part. Vous montez ?", ["!", ".", "?"])],
-    "es": [("Sí. ¿Dónde está el andén? No, ¡por aquí!", [".", "?", "!"]),
-           ("¡Atención, por favor! El tren sale.", ["!", "."])],
-    "cmn": [("下一站：北京南站。请在车厢前部下车。", ["", ""]),
-            ("请勿吸烟；谢谢合作！欢迎光临？好", ["", "", ""]),
-            ("列车晚点，敬请谅解。 祝您旅途愉快！", ["", ""]),
-            ("广播说：「列车晚点。」请耐心等候", ["", ""])],
+    "es": [
+        ("Sí. ¿Dónde está el andén? No, ¡por aquí!", [".", "?", "!"]),
+        ("¡Atención, por favor! El tren sale.", ["!", "."]),
+    ],
+    "cmn": [
+        ("下一站：北京南站。请在车厢前部下车。", ["", ""]),
+        ("请勿吸烟；谢谢合作！欢迎光临？好", ["", "", ""]),
+        ("列车晚点，敬请谅解。 祝您旅途愉快！", ["", ""]),
+        ("广播说：「列车晚点。」请耐心等候", ["", ""]),
+    ],
 }
 # A mixed English/Chinese line: a Mandarin voice reads the Latin words with espeak-ng's English
 # rules (as piper-tts does); an English voice refuses it (its letters would be names).
@@ -48,11 +54,16 @@ def voices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PiperVoice]:
 @pytest.fixture(scope="module")
 def oracle(voices: dict[str, PiperVoice]) -> dict[tuple[str, str], list[list[int]]]:
     """piper-tts's ids of every test text, by (language, text)."""
-    texts = {lang: language_lines(lang) + [t for t, _ in SPLITS[lang]] + ([MIXED] if lang == "cmn" else [])
-             for lang in LANGUAGES}
+    texts = {
+        lang: language_lines(lang) + [t for t, _ in SPLITS[lang]] + ([MIXED] if lang == "cmn" else [])
+        for lang in LANGUAGES
+    }
     ids = piper_ids({voices[lang].model_path: lines for lang, lines in texts.items()})
-    return {(lang, text): got for lang in LANGUAGES
-            for text, got in zip(texts[lang], ids[voices[lang].model_path], strict=True)}
+    return {
+        (lang, text): got
+        for lang in LANGUAGES
+        for text, got in zip(texts[lang], ids[voices[lang].model_path], strict=True)
+    }
 
 
 @pytest.mark.parametrize(("lang", "line"), [(lang, line) for lang in LANGUAGES for line in language_lines(lang)])
@@ -98,8 +109,10 @@ def test_mixed_english_chinese_line(voices, oracle) -> None:  # type: ignore[no-
     assert mandarin.sentence_ids(MIXED) == oracle[("cmn", MIXED)]
     english_words = "".join(phonemize("Welcome aboard!", "en")[0])
     assert "".join(mandarin.phonemize(MIXED)[-1]) == english_words  # Latin: espeak-ng's English
-    refusal = (r"^text in Han letters \('欢迎乘坐次列车'\), which the en-us voice cannot speak "
-               r"\(it speaks Latin letters\)$")
+    refusal = (
+        r"^text in Han letters \('欢迎乘坐次列车'\), which the en-us voice cannot speak "
+        r"\(it speaks Latin letters\)$"
+    )
     with pytest.raises(UnspeakableTextError, match=refusal):
         voices["en-us"].frontend.prepare(MIXED)
     with pytest.raises(UnspeakableTextError, match="Han"):
@@ -109,7 +122,9 @@ def test_mixed_english_chinese_line(voices, oracle) -> None:  # type: ignore[no-
     prepared = voices["en-us"].frontend.prepare(marked)
     assert prepared.warnings == ()
     assert [(s.lang, s.text) for s in prepared.segments if isinstance(s, Speak)] == [
-        ("cmn", "欢迎乘坐G123次列车"), (None, "to Shanghai Hongqiao.")]
+        ("cmn", "欢迎乘坐G123次列车"),
+        (None, "to Shanghai Hongqiao."),
+    ]
     spoken = "".join(voices["en-us"].frontend.phonemize(marked)[0])
     assert spoken.startswith("".join(phonemize("欢迎乘坐G123次列车", "cmn")[0]))
 
@@ -127,7 +142,11 @@ def test_lang_span_switches_the_espeak_voice(voices) -> None:  # type: ignore[no
     prepared = english.prepare(ssml)
     assert prepared.warnings == ()
     assert [(s.lang, s.text) for s in prepared.segments if isinstance(s, Speak)] == [
-        (None, "Next stop"), ("de", "Hauptbahnhof,"), (None, "then"), ("fr", "Gare du Nord.")]
+        (None, "Next stop"),
+        ("de", "Hauptbahnhof,"),
+        (None, "then"),
+        ("fr", "Gare du Nord."),
+    ]
     said = ["".join(s) for s in english.phonemize(ssml)]
     assert "".join(phonemize("Hauptbahnhof", "de")[0]) in said[0]
     assert "".join(phonemize("Gare du Nord", "fr")[0]) in said[0]
@@ -142,11 +161,14 @@ def test_spans_the_phonemes_do_not_cover_are_said(tmp_path: Path) -> None:
 
     id_map = {k: v for k, v in _phoneme_id_map().items() if k not in ("ʁ", "1", "2", "3", "4", "5")}
     voice = PiperVoice.load(make_voice(tmp_path, "ok", language="en-us", phoneme_id_map=id_map))
-    ssml = ('<speak>Change at <lang xml:lang="fr">Gare du Nord</lang> for <lang xml:lang="cmn">北京</lang>'
-            ' and <lang xml:lang="tlh">Qapla</lang>.</speak>')
+    ssml = (
+        '<speak>Change at <lang xml:lang="fr">Gare du Nord</lang> for <lang xml:lang="cmn">北京</lang>'
+        ' and <lang xml:lang="tlh">Qapla</lang>.</speak>'
+    )
     prepared = voice.frontend.prepare(ssml)
     assert [(s.lang, s.text) for s in prepared.segments if isinstance(s, Speak)] == [
-        (None, "Change at Gare du Nord for and Qapla.")]
+        (None, "Change at Gare du Nord for and Qapla.")
+    ]
     assert prepared.warnings == (
         "xml:lang=fr span 'Gare du Nord' read in en-us: the voice's phonemes do not cover it (missing ʁ)",
         "xml:lang=cmn span '北京' left out: the voice's phonemes do not cover it (missing 2 5)",

@@ -40,8 +40,14 @@ _MAX_GUESS_BYTES = 1 << 20
 _PLAIN_ID = re.compile(rb'"id"\s*:\s*"([^"\\\x00-\x1f]{1,128})"')
 
 
-def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[Entry],
-          events: Events, journal: IntakeJournal | None = None) -> Entry | None:
+def admit(
+    msg: Inbound,
+    assets: Assets,
+    scheduler: Scheduler,
+    in_hand: Sequence[Entry],
+    events: Events,
+    journal: IntakeJournal | None = None,
+) -> Entry | None:
     """The entry ``msg`` became, now queued; None when it was refused, expired or already in hand.
 
     ``in_hand``: the entries playing (or stopping), which a redelivery or a
@@ -55,8 +61,7 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     intake = journal.begin(msg.topic, msg.payload) if journal is not None else None
     entry = None
     if intake is not None and intake.poison:
-        _LOGGER.error("message on %s rejected as poison (%d deaths while reading it)", escape(msg.topic),
-                      intake.deaths)
+        _LOGGER.error("message on %s rejected as poison (%d deaths while reading it)", escape(msg.topic), intake.deaths)
         _refuse(msg, events, f"poison: the daemon died {intake.deaths} times while reading this message")
     else:
         read = _read(msg, assets, scheduler, events, hops)
@@ -71,8 +76,9 @@ def admit(msg: Inbound, assets: Assets, scheduler: Scheduler, in_hand: Sequence[
     return entry
 
 
-def _read(msg: Inbound, assets: Assets, scheduler: Scheduler, events: Events,
-          hops: HopStamps | None = None) -> tuple[Announcement, Prepared | None] | None:
+def _read(
+    msg: Inbound, assets: Assets, scheduler: Scheduler, events: Events, hops: HopStamps | None = None
+) -> tuple[Announcement, Prepared | None] | None:
     """The announcement of ``msg`` and its text prepared; None when it was refused (said and acknowledged)."""
     if msg.retain and not assets.config.mqtt.accept_retained:
         # It would play again on every restart and reconnect (issue 13).
@@ -111,8 +117,15 @@ def tell(msg: Inbound, verdict: Verdict) -> None:
         _LOGGER.error("a service's reply failed", exc_info=True)
 
 
-def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Assets, scheduler: Scheduler,
-           in_hand: Sequence[Entry], events: Events, hops: HopStamps | None = None) -> Entry | None:
+def _place(
+    msg: Inbound,
+    read: tuple[Announcement, Prepared | None],
+    assets: Assets,
+    scheduler: Scheduler,
+    in_hand: Sequence[Entry],
+    events: Events,
+    hops: HopStamps | None = None,
+) -> Entry | None:
     """Drop a redelivery or a duplicate id, else offer the new entry to the scheduler."""
     ann, text = read
     now = time.time()
@@ -132,9 +145,17 @@ def _place(msg: Inbound, read: tuple[Announcement, Prepared | None], assets: Ass
             events.ack([msg.ack])
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
-    entry = Entry(ann, msg.received_at, _expires_at(ann, msg, assets.config), [msg.ack],
-                  received_mono=msg.received_mono, prepared=text, hops=hops, audio=msg.audio,
-                  play_at=sync.play_at(ann, msg.topic, msg.received_at, assets.config))
+    entry = Entry(
+        ann,
+        msg.received_at,
+        _expires_at(ann, msg, assets.config),
+        [msg.ack],
+        received_mono=msg.received_mono,
+        prepared=text,
+        hops=hops,
+        audio=msg.audio,
+        play_at=sync.play_at(ann, msg.topic, msg.received_at, assets.config),
+    )
     return _offer(entry, now, scheduler, events, lambda reason: tell(msg, Verdict(ann.id, reason is None, reason)))
 
 
@@ -144,8 +165,9 @@ def _expires_at(ann: Announcement, msg: Inbound, config: Config) -> float | None
     return ann.expires_at
 
 
-def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events,
-           told: Callable[[str | None], None]) -> Entry | None:
+def _offer(
+    entry: Entry, now: float, scheduler: Scheduler, events: Events, told: Callable[[str | None], None]
+) -> Entry | None:
     """Queue ``entry``; ``told`` hears None when it was queued, else the reason of its event."""
     if entry.expired(now):
         scheduler.ended(entry.id, now)
@@ -169,8 +191,13 @@ def _offer(entry: Entry, now: float, scheduler: Scheduler, events: Events,
     return entry
 
 
-def parse(payload: bytes, received_at: float, assets: Assets, new_id: Callable[[], str] | None = None,
-          hops: HopStamps | None = None) -> tuple[Announcement, Prepared | None]:
+def parse(
+    payload: bytes,
+    received_at: float,
+    assets: Assets,
+    new_id: Callable[[], str] | None = None,
+    hops: HopStamps | None = None,
+) -> tuple[Announcement, Prepared | None]:
     """The announcement of ``payload`` if this daemon can play it, and its text prepared (None
     without text); raises PayloadError saying why not.
 
@@ -179,8 +206,11 @@ def parse(payload: bytes, received_at: float, assets: Assets, new_id: Callable[[
     """
     q = assets.config.queue
     limits = AnnounceLimits(q.max_text_chars, q.max_repeat, q.default_priority)
-    ann = (Announcement.from_payload(payload, now=received_at, limits=limits) if new_id is None
-           else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id))
+    ann = (
+        Announcement.from_payload(payload, now=received_at, limits=limits)
+        if new_id is None
+        else Announcement.from_payload(payload, now=received_at, limits=limits, new_id=new_id)
+    )
     if hops is not None:
         hops.parse = time.monotonic()
     text = None if ann.text is None else prepared(ann.text, assets, ann.voice or assets.config.voice.name)
@@ -229,9 +259,7 @@ def message_id(msg: Inbound, scheduler: Scheduler, now: float) -> str:
 
 def preempts(new: Announcement, playing: Announcement) -> bool:
     """Whether ``new`` interrupts ``playing``: an emergency anything less urgent, `interrupt` its equals too."""
-    return (new.priority == "emergency" and playing.rank > new.rank) or (
-        new.interrupt and new.rank <= playing.rank
-    )
+    return (new.priority == "emergency" and playing.rank > new.rank) or (new.interrupt and new.rank <= playing.rank)
 
 
 def expire(scheduler: Scheduler, events: Events) -> None:

@@ -46,8 +46,9 @@ _MAX_READ = 8 * 1024 * 1024  # a foreign file this big is read from its tail onl
 class DedupMemory:
     """Id -> Unix seconds it ended, for ``window_s`` seconds; on disk when ``path`` is given."""
 
-    def __init__(self, window_s: float, path: Path | None = None, *, now: float,
-                 max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self, window_s: float, path: Path | None = None, *, now: float, max_entries: int = MAX_ENTRIES
+    ) -> None:
         self.window_s = window_s
         self.path = path
         self.max_entries = max_entries
@@ -123,9 +124,13 @@ class DedupMemory:
                 self._done[ident] = ts
                 loaded += 1
         if len(self._done) > self.max_entries:
-            self._done = dict(list(self._done.items())[-self.max_entries:])
-        _LOGGER.info("dedup memory %s: %d ids within the window%s", path, len(self._done),
-                     f" ({skipped} unreadable lines skipped)" if skipped else "")
+            self._done = dict(list(self._done.items())[-self.max_entries :])
+        _LOGGER.info(
+            "dedup memory %s: %d ids within the window%s",
+            path,
+            len(self._done),
+            f" ({skipped} unreadable lines skipped)" if skipped else "",
+        )
 
     def _append(self, ident: str, ts: float) -> None:
         if self._fd is None:
@@ -137,8 +142,9 @@ class DedupMemory:
             os.write(self._fd, line)
             self._lines += 1
         except OSError as exc:
-            self._fail(f"dedup memory {self.path}: cannot append: {exc.strerror or exc}; "
-                       "ids are remembered in RAM only")
+            self._fail(
+                f"dedup memory {self.path}: cannot append: {exc.strerror or exc}; ids are remembered in RAM only"
+            )
 
     def _rewrite(self) -> None:
         assert self.path is not None
@@ -154,8 +160,7 @@ class DedupMemory:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
             self._lines = len(lines)
         except OSError as exc:
-            self._fail(f"dedup memory {self.path}: cannot write: {exc.strerror or exc}; "
-                       "ids are remembered in RAM only")
+            self._fail(f"dedup memory {self.path}: cannot write: {exc.strerror or exc}; ids are remembered in RAM only")
 
     def _fail(self, reason: str) -> None:
         if self.problem is None:
@@ -170,8 +175,9 @@ def open_dedup_memory(queue: QueueSettings, health: Health, now: float | None = 
     A folder that cannot be used leaves the ids in RAM and says so in `degraded: state`.
     """
     folder = queue.resolved_state_dir()
-    memory = DedupMemory(queue.dedup_window_s, None if folder is None else folder / FILE_NAME,
-                         now=time.time() if now is None else now)
+    memory = DedupMemory(
+        queue.dedup_window_s, None if folder is None else folder / FILE_NAME, now=time.time() if now is None else now
+    )
     if memory.problem is not None:
         health.set("state", memory.problem)
     return memory
@@ -190,9 +196,14 @@ def _parse_line(line: bytes) -> tuple[str, float] | None:
         obj = json.loads(line)
     except ValueError:
         return None
-    if (isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], str)
-            and isinstance(obj[1], (int, float)) and not isinstance(obj[1], bool)
-            and math.isfinite(obj[1])):
+    if (
+        isinstance(obj, list)
+        and len(obj) == 2
+        and isinstance(obj[0], str)
+        and isinstance(obj[1], (int, float))
+        and not isinstance(obj[1], bool)
+        and math.isfinite(obj[1])
+    ):
         return obj[0], float(obj[1])
     return None
 

@@ -93,8 +93,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def decode_json(text: str) -> Any:
     """``text`` as JSON (after :func:`prescan` of its bytes); raises PayloadError only."""
     try:
-        return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
-                          object_pairs_hook=_no_duplicates)
+        return json.loads(
+            text, parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_no_duplicates
+        )
     except json.JSONDecodeError as exc:
         raise PayloadError(f"bad JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:  # cannot pass the pre-scan; a second line all the same
@@ -137,5 +138,4 @@ def escape(text: str, limit: int = 200) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
-__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "PayloadError", "clean_text", "decode_json", "escape",
-           "prescan"]
+__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "PayloadError", "clean_text", "decode_json", "escape", "prescan"]

@@ -74,8 +74,9 @@ class IntakeJournal:
             self._disable(f"cannot use {folder}: {exc.strerror or exc}")
             return
         if left:
-            _LOGGER.warning("intake journal %s: %d message(s) were being read when the daemon stopped",
-                            folder, len(left))
+            _LOGGER.warning(
+                "intake journal %s: %d message(s) were being read when the daemon stopped", folder, len(left)
+            )
 
     def _disable(self, reason: str) -> None:
         self.problem = f"intake journal off: {reason}"

@@ -26,8 +26,22 @@ from edgetts.vocabulary import (
 )
 
 _ANNOUNCEMENT_KEYS = frozenset(
-    ("id", "text", "clip", "priority", "ttl", "expires_at", "voice", "volume", "chime", "repeat",
-     "interrupt", "fallback", "deadline_ms", "play_at")
+    (
+        "id",
+        "text",
+        "clip",
+        "priority",
+        "ttl",
+        "expires_at",
+        "voice",
+        "volume",
+        "chime",
+        "repeat",
+        "interrupt",
+        "fallback",
+        "deadline_ms",
+        "play_at",
+    )
 )
 
 MAX_PLAY_AT_OFFSET_S = 3600.0
@@ -167,9 +181,7 @@ class Announcement:
             if not isinstance(obj, dict):
                 raise PayloadError("JSON payload must be an object")
             return cls._from_json(obj, now=now, limits=limits, new_id=new_id)
-        return cls(
-            id=new_id(), text=_check_text(text, limits), priority=limits.default_priority
-        )
+        return cls(id=new_id(), text=_check_text(text, limits), priority=limits.default_priority)
 
     @classmethod
     def _from_json(
@@ -209,14 +221,23 @@ class Announcement:
             raise PayloadError("interrupt must be true or false")
         deadline = obj.get("deadline_ms")
         if deadline is not None and (
-            isinstance(deadline, bool) or not isinstance(deadline, int)
-            or not 1 <= deadline <= MAX_DEADLINE_MS
+            isinstance(deadline, bool) or not isinstance(deadline, int) or not 1 <= deadline <= MAX_DEADLINE_MS
         ):
             raise PayloadError(f"deadline_ms must be an integer 1-{MAX_DEADLINE_MS}")
         return cls(
-            id=ident, text=text, clip=clip, priority=priority, expires_at=expires_at, voice=voice,
-            volume=volume, chime=_clip_name(obj, "chime"), repeat=repeat, interrupt=interrupt,
-            fallback=_clip_name(obj, "fallback"), deadline_ms=deadline, play_at=_play_at(obj, now),
+            id=ident,
+            text=text,
+            clip=clip,
+            priority=priority,
+            expires_at=expires_at,
+            voice=voice,
+            volume=volume,
+            chime=_clip_name(obj, "chime"),
+            repeat=repeat,
+            interrupt=interrupt,
+            fallback=_clip_name(obj, "fallback"),
+            deadline_ms=deadline,
+            play_at=_play_at(obj, now),
         )
 
     def to_payload(self) -> bytes:
@@ -248,7 +269,8 @@ def _play_at(obj: dict[str, Any], now: float) -> float | None:
     if play_at is not None and abs(play_at - now) > MAX_PLAY_AT_OFFSET_S:
         raise PayloadError(
             f"play_at {play_at:.3f} is {play_at - now:+.0f} s from now: Unix seconds within an hour are "
-            "expected (not milliseconds)")
+            "expected (not milliseconds)"
+        )
     return play_at
 
 
@@ -311,8 +333,18 @@ class Event:
             obj["reason"] = self.reason
         if self.latency_ms is not None:
             obj["latency_ms"] = round(self.latency_ms, 1)
-        for key in ("clip", "detail", "cached", "timing_ms", "underruns", "gap_ms", "voice", "variant",
-                    "sync_error_ms", "late_ms"):
+        for key in (
+            "clip",
+            "detail",
+            "cached",
+            "timing_ms",
+            "underruns",
+            "gap_ms",
+            "voice",
+            "variant",
+            "sync_error_ms",
+            "late_ms",
+        ):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -324,12 +356,20 @@ class Event:
             raise PayloadError(f"unknown event {obj.get('event')!r}")
         latency, underruns, gap = obj.get("latency_ms"), obj.get("underruns"), obj.get("gap_ms")
         return cls(
-            id=obj["id"], event=obj["event"], ts=float(obj["ts"]), reason=obj.get("reason"),
-            latency_ms=None if latency is None else float(latency), clip=obj.get("clip"),
-            detail=obj.get("detail"), cached=obj.get("cached"), voice=obj.get("voice"),
-            variant=obj.get("variant"), sync_error_ms=_opt_float(obj.get("sync_error_ms")),
+            id=obj["id"],
+            event=obj["event"],
+            ts=float(obj["ts"]),
+            reason=obj.get("reason"),
+            latency_ms=None if latency is None else float(latency),
+            clip=obj.get("clip"),
+            detail=obj.get("detail"),
+            cached=obj.get("cached"),
+            voice=obj.get("voice"),
+            variant=obj.get("variant"),
+            sync_error_ms=_opt_float(obj.get("sync_error_ms")),
             late_ms=_opt_float(obj.get("late_ms")),
-            underruns=None if underruns is None else int(underruns), gap_ms=None if gap is None else float(gap),
+            underruns=None if underruns is None else int(underruns),
+            gap_ms=None if gap is None else float(gap),
             timing_ms=None if obj.get("timing_ms") is None else {k: float(v) for k, v in obj["timing_ms"].items()},
         )
 

@@ -195,12 +195,15 @@ class Scheduler:
 def queued_item(entry: Entry) -> dict[str, Any]:
     """One queued entry as the console shows it."""
     a = entry.announcement
-    item: dict[str, Any] = {"id": a.id, "priority": a.priority, "received_at": round(entry.received_at, 3),
-                            "expires_at": entry.expires_at}
+    item: dict[str, Any] = {
+        "id": a.id,
+        "priority": a.priority,
+        "received_at": round(entry.received_at, 3),
+        "expires_at": entry.expires_at,
+    }
     for key in ("text", "clip", "voice", "chime"):
         if getattr(a, key) is not None:
             item[key] = getattr(a, key)
     if a.repeat != 1:
         item["repeat"] = a.repeat
     return item
-

@@ -25,8 +25,10 @@ def secret_path(file: str | None, credential: str | None, key: str, environ: Map
         return None
     folder = environ.get("CREDENTIALS_DIRECTORY")
     if not folder:
-        raise CredentialError(f"{key}/password_credential {credential!r}: $CREDENTIALS_DIRECTORY is not set "
-                              "(use LoadCredential= in the unit)")
+        raise CredentialError(
+            f"{key}/password_credential {credential!r}: $CREDENTIALS_DIRECTORY is not set "
+            "(use LoadCredential= in the unit)"
+        )
     return Path(folder) / credential
 
 

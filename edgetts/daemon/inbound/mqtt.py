@@ -130,7 +130,10 @@ class MqttLink:
             props.SessionExpiryInterval = m.session_expiry_s
             clean_start = False
         _LOGGER.info(
-            "MQTT connecting to %s:%d as %s (MQTT %s)", m.host, m.port, self._config.client_id,
+            "MQTT connecting to %s:%d as %s (MQTT %s)",
+            m.host,
+            m.port,
+            self._config.client_id,
             "5" if self._use_v5 else "3.1.1",
         )
         client.connect_async(m.host, m.port, keepalive=m.keepalive_s, clean_start=clean_start, properties=props)
@@ -142,9 +145,7 @@ class MqttLink:
         if client is None:
             return
         if self.connected:
-            info = client.publish(
-                self._config.status_topic, self._offline.to_payload(), qos=1, retain=True
-            )
+            info = client.publish(self._config.status_topic, self._offline.to_payload(), qos=1, retain=True)
             try:
                 info.wait_for_publish(timeout)
             except (RuntimeError, ValueError) as exc:
@@ -159,18 +160,21 @@ class MqttLink:
         cfg, m = self._config, self._config.mqtt
         if self._use_v5:
             client = mqtt.Client(
-                CallbackAPIVersion.VERSION2, client_id=cfg.client_id,
-                protocol=MQTTProtocolVersion.MQTTv5, manual_ack=True,
+                CallbackAPIVersion.VERSION2,
+                client_id=cfg.client_id,
+                protocol=MQTTProtocolVersion.MQTTv5,
+                manual_ack=True,
             )
         else:
             client = mqtt.Client(
-                CallbackAPIVersion.VERSION2, client_id=cfg.client_id, clean_session=False,
-                protocol=MQTTProtocolVersion.MQTTv311, manual_ack=True,
+                CallbackAPIVersion.VERSION2,
+                client_id=cfg.client_id,
+                clean_session=False,
+                protocol=MQTTProtocolVersion.MQTTv311,
+                manual_ack=True,
             )
         client.enable_logger(logging.getLogger(__name__ + ".paho"))
-        client.reconnect_delay_set(
-            max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s)))
-        )
+        client.reconnect_delay_set(max(1, int(m.reconnect_min_s)), max(1, int(round(m.reconnect_max_s))))
         client.max_queued_messages_set(1000)
         apply_security(client, m, self._password)
         client.will_set(cfg.status_topic, self._offline.to_payload(), qos=1, retain=True)
@@ -188,9 +192,13 @@ class MqttLink:
         try:
             self._on_message(
                 Inbound(
-                    topic=msg.topic, payload=bytes(msg.payload),
-                    ack=AckHandle(msg.mid, msg.qos, generation), dup=bool(msg.dup),
-                    received_at=now, received_mono=mono, retain=bool(msg.retain),
+                    topic=msg.topic,
+                    payload=bytes(msg.payload),
+                    ack=AckHandle(msg.mid, msg.qos, generation),
+                    dup=bool(msg.dup),
+                    received_at=now,
+                    received_mono=mono,
+                    retain=bool(msg.retain),
                 )
             )
         except Exception:  # never let an exception kill paho's network thread
@@ -215,7 +223,8 @@ class MqttLink:
             twin = self._takeover.reason
         # In a takeover episode every reconnect is expected: logged once, when it began.
         (_LOGGER.debug if twin else _LOGGER.info)(
-            "MQTT connected (session present: %s); subscribed to %s", session, ", ".join(t for t, _ in topics))
+            "MQTT connected (session present: %s); subscribed to %s", session, ", ".join(t for t, _ in topics)
+        )
         if twin is None:
             self._on_connection(True, "connected")
             return
@@ -335,21 +344,28 @@ def apply_security(client: mqtt.Client, m: MqttSettings, password: str | None) -
         client.username_pw_set(m.username, password)
     if m.tls.enabled:
         client.tls_set(
-            ca_certs=m.tls.ca_file, certfile=m.tls.cert_file, keyfile=m.tls.key_file,
-            cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT,
+            ca_certs=m.tls.ca_file,
+            certfile=m.tls.cert_file,
+            keyfile=m.tls.key_file,
+            cert_reqs=ssl.CERT_REQUIRED,
+            tls_version=ssl.PROTOCOL_TLS_CLIENT,
         )
         client.tls_insecure_set(m.tls.insecure)
 
 
-def reader(config: Config, what: str, topic: str, on_message: Callable[..., None],
-           on_subscribe: Callable[..., None] | None = None) -> mqtt.Client:
+def reader(
+    config: Config,
+    what: str,
+    topic: str,
+    on_message: Callable[..., None],
+    on_subscribe: Callable[..., None] | None = None,
+) -> mqtt.Client:
     """A short-lived client of the config's broker subscribed to ``topic``, its loop started
     (`edgetts status`, `edgetts fleet`); MqttSetupError when the broker cannot be reached."""
     m = config.mqtt
     # (unique per call: two clients of one id would throw each other off the broker, and a
     # program may well announce to two zones from two threads)
-    client = mqtt.Client(CallbackAPIVersion.VERSION2,
-                         client_id=f"edgetts-{what}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"edgetts-{what}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     apply_security(client, m, resolve_password(m))
     client.on_connect = lambda c, u, flags, rc, props: c.subscribe(topic, qos=1)
     client.on_message = on_message
@@ -374,9 +390,7 @@ def read_status(config: Config, timeout: float = 5.0) -> dict[str, Any]:
     try:
         payload = got.get(timeout=timeout)
     except queue.Empty:
-        raise MqttSetupError(
-            f"no status on {config.status_topic} within {timeout:g} s (is edgetts running?)"
-        ) from None
+        raise MqttSetupError(f"no status on {config.status_topic} within {timeout:g} s (is edgetts running?)") from None
     finally:
         client.disconnect()
         client.loop_stop()

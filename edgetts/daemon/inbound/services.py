@@ -160,16 +160,28 @@ class ServiceContext:
     """What is queued, in play order (edgetts.daemon.admission.scheduler.Scheduler.snapshot): read-only, any thread."""
 
     @classmethod
-    def of_daemon(cls, topic: str, assets: Callable[[], Assets], inbox: Callable[[Any], None],
-                  side: ClientSynthesis, feed: EventFeed, link: Any,
-                  queue: Callable[[], tuple[dict[str, Any], ...]] = tuple) -> ServiceContext:
+    def of_daemon(
+        cls,
+        topic: str,
+        assets: Callable[[], Assets],
+        inbox: Callable[[Any], None],
+        side: ClientSynthesis,
+        feed: EventFeed,
+        link: Any,
+        queue: Callable[[], tuple[dict[str, Any], ...]] = tuple,
+    ) -> ServiceContext:
         """The daemon's context: announcements go into its inbox as if received on ``topic``."""
         return cls(
-            assets=assets, announce=lambda payload, reply: inbox(service_inbound(topic, payload, reply)),
-            control=inbox, side=side, feed=feed,
-            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain), queue=queue,
+            assets=assets,
+            announce=lambda payload, reply: inbox(service_inbound(topic, payload, reply)),
+            control=inbox,
+            side=side,
+            feed=feed,
+            publish=lambda where, payload, retain: link.publish(where, payload, retain=retain),
+            queue=queue,
             announce_audio=lambda payload, audio, reply: inbox(
-                dataclasses.replace(service_inbound(topic, payload, reply), audio=audio)),
+                dataclasses.replace(service_inbound(topic, payload, reply), audio=audio)
+            ),
         )
 
 
@@ -190,8 +202,15 @@ _MIDS = itertools.count(1)
 def service_inbound(topic: str, payload: bytes, reply: Reply | None) -> Inbound:
     """A service's announcement as the loop admits it: like an MQTT message with nothing to acknowledge
     (QoS 0), a packet id of its own (so a payload without an id gets one of its own), and the reply."""
-    return Inbound(topic=topic, payload=payload, ack=AckHandle(next(_MIDS), 0, -1), dup=False,
-                   received_at=time.time(), received_mono=time.monotonic(), reply=reply)
+    return Inbound(
+        topic=topic,
+        payload=payload,
+        ack=AckHandle(next(_MIDS), 0, -1),
+        dup=False,
+        received_at=time.time(),
+        received_mono=time.monotonic(),
+        reply=reply,
+    )
 
 
 def build_services(config: Config) -> list[Service]:
@@ -246,5 +265,15 @@ class Services:
         self._started.clear()
 
 
-__all__ = ["EventFeed", "FeedItem", "Reply", "Service", "ServiceContext", "Services", "Subscription", "TapLink",
-           "build_services", "service_inbound"]
+__all__ = [
+    "EventFeed",
+    "FeedItem",
+    "Reply",
+    "Service",
+    "ServiceContext",
+    "Services",
+    "Subscription",
+    "TapLink",
+    "build_services",
+    "service_inbound",
+]

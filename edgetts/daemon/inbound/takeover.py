@@ -67,16 +67,20 @@ class TakeoverWatch:
         if reason_code == SESSION_TAKEN_OVER:
             cause = "the broker says another client took the session over"
         elif len(self._short) >= SHORT_LIMIT:
-            cause = (f"{len(self._short)} connections in {WINDOW_S:g} s ended within {SHORT_S:g} s "
-                     "of connecting, as when another client takes the session over")
+            cause = (
+                f"{len(self._short)} connections in {WINDOW_S:g} s ended within {SHORT_S:g} s "
+                "of connecting, as when another client takes the session over"
+            )
         elif self.reason is not None:
             return Takeover(self.reason, first=False)
         else:
             return None
         if first:
-            self.reason = (f"client id {self.client_id!r} in use twice: {cause}; is a second daemon "
-                           f"running with device.id {self.device_id!r}? Reconnecting every "
-                           f"{self.backoff_s:g} s")
+            self.reason = (
+                f"client id {self.client_id!r} in use twice: {cause}; is a second daemon "
+                f"running with device.id {self.device_id!r}? Reconnecting every "
+                f"{self.backoff_s:g} s"
+            )
         assert self.reason is not None
         return Takeover(self.reason, first=first)
 

@@ -158,5 +158,6 @@ def keepalive_run(voice: Voice | None, name: str, notify: Callable[[Any], None])
     so the full voice's speed is known while its degrade_to variant speaks (issue 14)."""
     if voice is None:
         return iter(())
-    return timed_run(voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)), name,
-                     notify, keepalive=True)
+    return timed_run(
+        voice.synthesize(KEEPALIVE_TEXT, SynthesisConfig(noise_scale=0.0, noise_w=0.0)), name, notify, keepalive=True
+    )

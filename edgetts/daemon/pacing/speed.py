@@ -70,8 +70,9 @@ class Timed(Iterator[AudioChunk]):
     was measured so far to the meter of the run that takes the chunks over.
     """
 
-    def __init__(self, chunks: Iterable[AudioChunk], meter: Meter | None = None,
-                 clock: Clock = time.perf_counter) -> None:
+    def __init__(
+        self, chunks: Iterable[AudioChunk], meter: Meter | None = None, clock: Clock = time.perf_counter
+    ) -> None:
         self._chunks = iter(chunks)
         self.meter = meter if meter is not None else Meter()
         self._clock = clock
@@ -103,8 +104,9 @@ class Timed(Iterator[AudioChunk]):
         return self
 
 
-def timed_run(chunks: Iterable[AudioChunk], voice: str, notify: Callable[[Any], None],
-              *, keepalive: bool = False) -> Iterator[AudioChunk]:
+def timed_run(
+    chunks: Iterable[AudioChunk], voice: str, notify: Callable[[Any], None], *, keepalive: bool = False
+) -> Iterator[AudioChunk]:
     """``chunks`` timed; the sample goes to ``notify`` when the run ends (done, stopped or dropped)."""
     timed = Timed(chunks)
     try:
@@ -205,8 +207,7 @@ class Governor:
             "runs_1min": len(runs),
             "audio_s_1min": round(sum(s.audio_s for s in runs), 2),
             "compute_s_1min": round(sum(s.compute_s for s in runs), 3),
-            "voices": {v: {"rtf_1min": _round(self.rtf(v)), "rtf_load": _round(costs.get(v))}
-                       for v in sorted(voices)},
+            "voices": {v: {"rtf_1min": _round(self.rtf(v)), "rtf_load": _round(costs.get(v))} for v in sorted(voices)},
             "variants_in_use": dict(self._in_use),
         }
 

@@ -48,8 +48,9 @@ class Variant:
     """Its loudness gain (edgetts.daemon.assets.Assets.speech_gain of its key)."""
 
 
-def find_variant(config: Config, name: str, voices: dict[str, Voice],
-                 files: dict[str, Voice]) -> tuple[str, str, Voice, VoiceModelSettings] | None:
+def find_variant(
+    config: Config, name: str, voices: dict[str, Voice], files: dict[str, Voice]
+) -> tuple[str, str, Voice, VoiceModelSettings] | None:
     """(label, key, voice, settings) of voice ``name``'s loaded variant; None when it has none loaded."""
     settings = config.all_voices().get(name)
     if settings is None or settings.degrade_to is None:

@@ -167,8 +167,9 @@ Resampler = Callable[[np.ndarray, int], np.ndarray]
 class ClipLibrary:
     """Every ``<name>.wav`` of a folder, converted once and kept in memory."""
 
-    def __init__(self, directory: str | Path | None, rate: int, target_dbfs: float | None,
-                 resample: Resampler | None = None) -> None:
+    def __init__(
+        self, directory: str | Path | None, rate: int, target_dbfs: float | None, resample: Resampler | None = None
+    ) -> None:
         self.directory = None if directory is None else Path(directory)
         self.rate = rate
         self.target_dbfs = target_dbfs

@@ -34,8 +34,7 @@ def compile_rules(rules: Iterable[tuple[str, str]]) -> tuple[CompiledRule, ...]:
     return tuple(CompiledRule(re.compile(rx, re.IGNORECASE), clip) for rx, clip in rules)
 
 
-def choose(own: str | None, text: str | None, rules: Iterable[CompiledRule],
-           default: str | None) -> Choice | None:
+def choose(own: str | None, text: str | None, rules: Iterable[CompiledRule], default: str | None) -> Choice | None:
     """The fallback clip for an announcement (see the module docstring)."""
     if own is not None:
         return Choice(own, "announcement")

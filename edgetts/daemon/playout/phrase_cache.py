@@ -97,8 +97,9 @@ def voice_hash(voice: Any) -> str:
     return h.hexdigest()
 
 
-def cache_key(voice_name: str, voice_digest: str, normalised_text: str, settings: SynthesisConfig,
-              extra: str = "") -> str:
+def cache_key(
+    voice_name: str, voice_digest: str, normalised_text: str, settings: SynthesisConfig, extra: str = ""
+) -> str:
     """The entry name of one phrase; ``extra`` = anything else the audio depends on (the lexicon).
 
     A seeded phrase (``settings.seed``, issue 19) has the seed in its key, so a seeded lookup
@@ -109,9 +110,16 @@ def cache_key(voice_name: str, voice_digest: str, normalised_text: str, settings
     if fields["seed"] is None:
         del fields["seed"]
     blob = json.dumps(
-        {"v": FORMAT_VERSION, "voice": voice_name, "hash": voice_digest, "text": normalised_text,
-         "settings": fields, "extra": extra},
-        sort_keys=True, ensure_ascii=False,
+        {
+            "v": FORMAT_VERSION,
+            "voice": voice_name,
+            "hash": voice_digest,
+            "text": normalised_text,
+            "settings": fields,
+            "extra": extra,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -119,13 +127,16 @@ def cache_key(voice_name: str, voice_digest: str, normalised_text: str, settings
 def voice_synthesis_config(settings: VoiceModelSettings) -> SynthesisConfig:
     """The synthesis settings of a configured voice (the daemon's and `edgetts render`'s)."""
     return SynthesisConfig(
-        length_scale=settings.length_scale, noise_scale=settings.noise_scale,
-        noise_w=settings.noise_w, speaker_id=settings.speaker_id,
+        length_scale=settings.length_scale,
+        noise_scale=settings.noise_scale,
+        noise_w=settings.noise_w,
+        speaker_id=settings.speaker_id,
     )
 
 
-def phrase_key(config: Config, voice_name: str, voice_digest: str, text: str | Prepared,
-               settings: SynthesisConfig) -> str:
+def phrase_key(
+    config: Config, voice_name: str, voice_digest: str, text: str | Prepared, settings: SynthesisConfig
+) -> str:
     """The cache key of ``text`` as the daemon (and `edgetts render`) would speak it.
 
     ``text``: prepared with ``config.text_options()`` (edgetts.text.prepare.Prepared.key); a str
@@ -174,10 +185,16 @@ class CacheStats:
 
 def encode(key: str, sample_rate: int, sentences: list[np.ndarray], text: str = "") -> bytes:
     data = b"".join(np.asarray(s, dtype="<f4").tobytes() for s in sentences)
-    header = json.dumps({
-        "key": key, "sample_rate": int(sample_rate), "sentences": [int(np.size(s)) for s in sentences],
-        "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest(), "text": text[:200],
-    }, ensure_ascii=False).encode()
+    header = json.dumps(
+        {
+            "key": key,
+            "sample_rate": int(sample_rate),
+            "sentences": [int(np.size(s)) for s in sentences],
+            "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest(),
+            "text": text[:200],
+        },
+        ensure_ascii=False,
+    ).encode()
     return MAGIC + struct.pack("<I", len(header)) + header + data
 
 
@@ -335,5 +352,14 @@ class PhraseCache:
             _LOGGER.debug("phrase cache: evicted %s", key)
 
 
-__all__ = ["CachedPhrase", "PhraseCache", "cache_key", "phrase_key", "voice_hash", "voice_files",
-           "voice_synthesis_config", "encode", "decode"]
+__all__ = [
+    "CachedPhrase",
+    "PhraseCache",
+    "cache_key",
+    "phrase_key",
+    "voice_hash",
+    "voice_files",
+    "voice_synthesis_config",
+    "encode",
+    "decode",
+]

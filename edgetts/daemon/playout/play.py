@@ -77,8 +77,9 @@ class Running:
 class Playout:
     """The loop's side of playing: which announcement plays, and what the player says of it."""
 
-    def __init__(self, scheduler: Scheduler, synth: Synthesizer, events: Events, health: Health,
-                 assets: Callable[[], Assets]) -> None:
+    def __init__(
+        self, scheduler: Scheduler, synth: Synthesizer, events: Events, health: Health, assets: Callable[[], Assets]
+    ) -> None:
         self._scheduler, self._synth, self._events, self._health = scheduler, synth, events, health
         self._assets = assets
         self.player: Player | None = None
@@ -158,8 +159,15 @@ class Playout:
             assert source.fallback is not None
             running.fallback, running.fallback_done = source.fallback, True
             self._events.fallback(running.entry.id, "voice_unavailable", source.fallback.name, source.unavailable)
-        feed_audio(running.job, chime, source.sentences, source.rate, running.entry.announcement.repeat,
-                   source.start, source.gain)
+        feed_audio(
+            running.job,
+            chime,
+            source.sentences,
+            source.rate,
+            running.entry.announcement.repeat,
+            source.start,
+            source.gain,
+        )
 
     def _synthesize(self, running: Running, source: Synthesis, chime: Clip | None, assets: Assets) -> None:
         entry, ann = running.entry, running.entry.announcement
@@ -169,12 +177,24 @@ class Playout:
             running.spoken.update(variant=source.variant[0], reason=source.variant[1])
         if source.fallback is not None:
             running.deadline_mono = self._deadline(entry, assets)
-        self._synth.submit(SynthRequest(
-            job=running.job, voice=source.voice, text=source.text, config=source.config, chime=chime,
-            repeat=ann.repeat, start=(entry.repeats_done, entry.resume_sentence), fallback=source.fallback,
-            gain=source.gain, cache=assets.cache, cache_key=source.cache_key, speed_key=source.speed_key,
-            hops=entry.hops, whole=source.whole,
-        ))
+        self._synth.submit(
+            SynthRequest(
+                job=running.job,
+                voice=source.voice,
+                text=source.text,
+                config=source.config,
+                chime=chime,
+                repeat=ann.repeat,
+                start=(entry.repeats_done, entry.resume_sentence),
+                fallback=source.fallback,
+                gain=source.gain,
+                cache=assets.cache,
+                cache_key=source.cache_key,
+                speed_key=source.speed_key,
+                hops=entry.hops,
+                whole=source.whole,
+            )
+        )
 
     @staticmethod
     def _deadline(entry: Entry, assets: Assets) -> float | None:
@@ -274,12 +294,21 @@ class Playout:
             return
         clip = cur.fallback
         ann = cur.entry.announcement
-        if cur.job.take_over(clip.audio, clip.rate, (cur.job.position[0], FALLBACK_SENTENCE),
-                             before_speech=True, times=ann.repeat - cur.job.position[0], gain=clip.gain):
+        if cur.job.take_over(
+            clip.audio,
+            clip.rate,
+            (cur.job.position[0], FALLBACK_SENTENCE),
+            before_speech=True,
+            times=ann.repeat - cur.job.position[0],
+            gain=clip.gain,
+        ):
             cur.fallback_done = True
             ms = ann.deadline_ms or self._assets().config.fallback.deadline_ms
-            detail = (f"no speech within {ms} ms (deadline_ms)" if cur.entry.play_at is None
-                      else "no speech ready at play_at (sync/late: fallback)")
+            detail = (
+                f"no speech within {ms} ms (deadline_ms)"
+                if cur.entry.play_at is None
+                else "no speech ready at play_at (sync/late: fallback)"
+            )
             self._events.fallback(cur.entry.id, "deadline", clip.name, detail)
 
     def on_fallback_used(self, msg: FallbackUsed) -> None:
@@ -304,9 +333,16 @@ class Playout:
             # ts = when the first audio was handed to the device, not when we got round to saying so
             ts = time.time() - (time.monotonic() - report.at_mono)
             timing = entry.hops.timing_ms(report.at_mono) if entry.hops is not None else None
-            self._events.publish(entry.id, "started", latency_ms=latency, ts=ts,
-                                 cached=True if running.cached else None, timing_ms=timing, **(running.spoken or {}),
-                                 **_sync_fields(running, report))
+            self._events.publish(
+                entry.id,
+                "started",
+                latency_ms=latency,
+                ts=ts,
+                cached=True if running.cached else None,
+                timing_ms=timing,
+                **(running.spoken or {}),
+                **_sync_fields(running, report),
+            )
             return
         del self._running[report.job]
         if self.current is running:

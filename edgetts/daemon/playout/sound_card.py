@@ -28,8 +28,13 @@ _JackMessageHandler = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 
 
 def _alsa_message(file: bytes | None, line: int, function: bytes | None, err: int, fmt: bytes | None) -> None:
-    _LOGGER.debug("ALSA %s:%s %s: %s", (file or b"").decode(errors="replace"), line,
-                  (function or b"").decode(errors="replace"), (fmt or b"").decode(errors="replace"))
+    _LOGGER.debug(
+        "ALSA %s:%s %s: %s",
+        (file or b"").decode(errors="replace"),
+        line,
+        (function or b"").decode(errors="replace"),
+        (fmt or b"").decode(errors="replace"),
+    )
 
 
 def _jack_message(message: bytes | None) -> None:
@@ -112,8 +117,12 @@ class OutputStream:
         try:
             index = resolve_device(self._pa, device)
             self._stream = self._pa.open(
-                format=pa_format[fmt.sample_format], channels=fmt.channels, rate=fmt.rate,
-                output=True, output_device_index=index, frames_per_buffer=block_frames,
+                format=pa_format[fmt.sample_format],
+                channels=fmt.channels,
+                rate=fmt.rate,
+                output=True,
+                output_device_index=index,
+                frames_per_buffer=block_frames,
             )
         except AudioDeviceError:
             self._pa.terminate()
@@ -184,8 +193,16 @@ def player_settings(config: Config, default_rate: int) -> PlayerSettings:
     a = config.audio
     fmt = DeviceFormat(a.sample_rate or default_rate, a.channels, a.sample_format)
     return PlayerSettings(
-        device=a.device, format=fmt, block_frames=a.block_frames, lead_in_ms=a.lead_in_ms,
-        fade_ms=a.fade_ms, preempt_fade_ms=a.preempt_fade_ms, close_idle_s=a.close_idle_s,
-        reopen_min_s=a.reopen_min_s, reopen_max_s=a.reopen_max_s, realtime_pacing=a.realtime_pacing,
-        audio_core=config.cpu.audio_core, realtime=config.cpu.realtime_audio,
+        device=a.device,
+        format=fmt,
+        block_frames=a.block_frames,
+        lead_in_ms=a.lead_in_ms,
+        fade_ms=a.fade_ms,
+        preempt_fade_ms=a.preempt_fade_ms,
+        close_idle_s=a.close_idle_s,
+        reopen_min_s=a.reopen_min_s,
+        reopen_max_s=a.reopen_max_s,
+        realtime_pacing=a.realtime_pacing,
+        audio_core=config.cpu.audio_core,
+        realtime=config.cpu.realtime_audio,
     )

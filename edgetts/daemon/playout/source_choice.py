@@ -99,8 +99,9 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
         why = assets.voice_errors.get(name, f"voice {name!r} is not loaded")
         if fallback is None:
             return Unplayable(f"voice unavailable: {why}")
-        return Recorded([fallback.audio], fallback.rate, (start[0], 0), fallback.gain, unavailable=why,
-                        fallback=fallback)
+        return Recorded(
+            [fallback.audio], fallback.rate, (start[0], 0), fallback.gain, unavailable=why, fallback=fallback
+        )
     text = prepared_text(entry, assets)
     if text is None:
         return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
@@ -115,8 +116,9 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
     faster = degrade.variant_for(name, assets) if degrade is not None else None
     if faster is not None:  # not cached: its audio is not the voice's
         variant, why = faster
-        return Synthesis(variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key,
-                         (variant.label, why))
+        return Synthesis(
+            variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key, (variant.label, why)
+        )
     return Synthesis(voice, text, config, gain, key, fallback, name, name)
 
 
@@ -155,8 +157,15 @@ def fallback_clip(ann: Announcement, assets: Assets) -> Clip | None:
     return clip
 
 
-def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray], rate: int,
-               repeat: int, start: tuple[int, int], gain: float) -> None:
+def feed_audio(
+    job: PlaybackJob,
+    chime: Clip | None,
+    sentences: list[np.ndarray],
+    rate: int,
+    repeat: int,
+    start: tuple[int, int],
+    gain: float,
+) -> None:
     """Feed audio that exists already (a clip, a phrase-cache hit), each piece with its level ``gain``,
     and end the job."""
     first_repeat, first_sentence = start
@@ -170,5 +179,14 @@ def feed_audio(job: PlaybackJob, chime: Clip | None, sentences: list[np.ndarray]
     job.end()
 
 
-__all__ = ["Recorded", "Source", "Synthesis", "Unplayable", "choose_source", "fallback_clip", "feed_audio",
-           "prepared_text", "speech_config"]
+__all__ = [
+    "Recorded",
+    "Source",
+    "Synthesis",
+    "Unplayable",
+    "choose_source",
+    "fallback_clip",
+    "feed_audio",
+    "prepared_text",
+    "speech_config",
+]

@@ -94,8 +94,13 @@ def member_rtf(status: Mapping[str, Any], voice: object = None) -> float | None:
     names = status.get("voices")
     name = voice if isinstance(voice, str) else (names[0] if isinstance(names, list) and names else None)
     measured = [voices[name]] if name in voices else [v for k, v in voices.items() if "/" not in k]
-    values = [float(rtf) for m in measured if isinstance(m, Mapping)
-              for rtf in (m.get("rtf_1min"), m.get("rtf_load")) if isinstance(rtf, (int, float))]
+    values = [
+        float(rtf)
+        for m in measured
+        if isinstance(m, Mapping)
+        for rtf in (m.get("rtf_1min"), m.get("rtf_load"))
+        if isinstance(rtf, (int, float))
+    ]
     return max(values) if values else None
 
 
@@ -106,5 +111,13 @@ def clock_problem(clock: ClockHealth) -> str | None:
     return f"{CLOCK_UNSYNCED} ({clock.reason})" if clock.reason else CLOCK_UNSYNCED
 
 
-__all__ = ["CLOCK_UNSYNCED", "DEFAULT_LEAD_S", "MIN_LEAD_S", "clock_problem", "member_rtf",
-           "play_at", "seeded", "sync_lead"]
+__all__ = [
+    "CLOCK_UNSYNCED",
+    "DEFAULT_LEAD_S",
+    "MIN_LEAD_S",
+    "clock_problem",
+    "member_rtf",
+    "play_at",
+    "seeded",
+    "sync_lead",
+]

@@ -47,8 +47,9 @@ class Interruptible(Protocol):
 class Resumable(Protocol):
     """A voice that can start a text at one of its sentences without running those before (Piper)."""
 
-    def synthesize_from(self, text: str | Prepared, config: SynthesisConfig | None,
-                        first: int) -> Iterator[AudioChunk]: ...
+    def synthesize_from(
+        self, text: str | Prepared, config: SynthesisConfig | None, first: int
+    ) -> Iterator[AudioChunk]: ...
 
 
 @dataclass(frozen=True)
@@ -239,8 +240,14 @@ class Synthesizer:
             return
         # Told before the clip is handed over, so `fallback` precedes its `started`.
         self._notify(FallbackUsed(job, reason, detail))
-        if not job.take_over(clip.audio, clip.rate, (job.position[0], FALLBACK_SENTENCE),
-                             before_speech=False, times=req.repeat - job.position[0], gain=clip.gain):
+        if not job.take_over(
+            clip.audio,
+            clip.rate,
+            (job.position[0], FALLBACK_SENTENCE),
+            before_speech=False,
+            times=req.repeat - job.position[0],
+            gain=clip.gain,
+        ):
             _LOGGER.debug("fallback for %s came too late", job.token.id)
 
     def _prefetch(self, req: Prefetch) -> None:
@@ -284,8 +291,9 @@ class Synthesizer:
                 job.feed(req.chime.audio, req.chime.rate, (rep, -1), gain=req.chime.gain)
             if cached is not None and skip == 0:
                 for piece in cached:
-                    if not job.feed(piece.audio, piece.sample_rate, (rep, piece.sentence_index), speech=True,
-                                    gain=req.gain):
+                    if not job.feed(
+                        piece.audio, piece.sample_rate, (rep, piece.sentence_index), speech=True, gain=req.gain
+                    ):
                         return
                 continue
             pieces: list[AudioChunk] = []
@@ -298,7 +306,11 @@ class Synthesizer:
                         req.hops.lead = req.hops.synth_first + chunk.lead_s
                 pieces.append(chunk)
                 if chunk.sentence_index >= skip and not job.feed(
-                    chunk.audio, chunk.sample_rate, (rep, chunk.sentence_index), speech=True, gain=req.gain,
+                    chunk.audio,
+                    chunk.sample_rate,
+                    (rep, chunk.sentence_index),
+                    speech=True,
+                    gain=req.gain,
                     lead_s=chunk.lead_s,  # the engine's buffering before playback (issue 14)
                 ):
                     return  # a fallback clip took the job over (deadline): this work is not wanted
@@ -338,5 +350,14 @@ def store_play(cache: PhraseCache, key: str, text: str, chunks: Sequence[AudioCh
     return cache.put(key, rate, sentences, text)
 
 
-__all__ = ["FALLBACK_SENTENCE", "FallbackUsed", "Interruptible", "Prefetch", "Resumable", "SynthRequest",
-           "Synthesizer", "join_sentences", "store_play"]
+__all__ = [
+    "FALLBACK_SENTENCE",
+    "FallbackUsed",
+    "Interruptible",
+    "Prefetch",
+    "Resumable",
+    "SynthRequest",
+    "Synthesizer",
+    "join_sentences",
+    "store_play",
+]

@@ -26,9 +26,7 @@ sanitize = cleanup.sanitize
 
 
 def _number(m: re.Match[str], options: NormalizeOptions) -> str:
-    return numbers.read_number(
-        m.group(0).replace("−", "-"), options.hundred_and, options.say_zero_as, years=True
-    )
+    return numbers.read_number(m.group(0).replace("−", "-"), options.hundred_and, options.say_zero_as, years=True)
 
 
 def _ordinal(m: re.Match[str], options: NormalizeOptions) -> str:

@@ -162,15 +162,7 @@ RULES = (
     Rule("month", re.compile(r"(?<![A-Za-z])(?P<ab>" + _alternation(_MONTHS) + r")\."), _month),
     Rule(
         "day_range",
-        re.compile(
-            r"(?<![A-Za-z])(?P<a>"
-            + _DAY_ALT
-            + r")\.?\s?[-–]\s?(?P<b>"
-            + _DAY_ALT
-            + r")(?:\.|"
-            + _E
-            + ")"
-        ),
+        re.compile(r"(?<![A-Za-z])(?P<a>" + _DAY_ALT + r")\.?\s?[-–]\s?(?P<b>" + _DAY_ALT + r")(?:\.|" + _E + ")"),
         _day_range,
     ),
     # "Sun." is also the star and the newspaper: only a day when a date or list follows.

@@ -22,11 +22,52 @@ from edgetts.text.normalize.rules import Rule, spell
 
 # Top-level domains a bare address ("example.com/tickets") is recognised by; with a scheme or
 # "www." any is.  Lower case only: "Platform.Com" is not an address.
-_TLDS = ("com", "org", "net", "info", "gov", "edu", "io", "app", "dev", "eu", "uk", "de", "fr", "es",
-         "it", "nl", "ie", "us", "ca", "au", "nz", "ch", "at", "be", "cn", "jp", "in", "travel", "shop")
-_SEPARATORS = {".": "dot", "/": "slash", "-": "dash", "_": "underscore", "?": "question mark",
-               "=": "equals", "&": "and", "#": "hash", "%": "percent", "+": "plus", "~": "tilde",
-               ":": "colon", "@": "at"}
+_TLDS = (
+    "com",
+    "org",
+    "net",
+    "info",
+    "gov",
+    "edu",
+    "io",
+    "app",
+    "dev",
+    "eu",
+    "uk",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "nl",
+    "ie",
+    "us",
+    "ca",
+    "au",
+    "nz",
+    "ch",
+    "at",
+    "be",
+    "cn",
+    "jp",
+    "in",
+    "travel",
+    "shop",
+)
+_SEPARATORS = {
+    ".": "dot",
+    "/": "slash",
+    "-": "dash",
+    "_": "underscore",
+    "?": "question mark",
+    "=": "equals",
+    "&": "and",
+    "#": "hash",
+    "%": "percent",
+    "+": "plus",
+    "~": "tilde",
+    ":": "colon",
+    "@": "at",
+}
 _TOKEN = re.compile(r"[A-Za-z]+|[0-9]+|[^A-Za-z0-9]")
 _NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]+", re.IGNORECASE)
 _TRAILING = ".,;:!?)]}'\""
@@ -76,7 +117,7 @@ def _split_trailing(m: re.Match[str]) -> tuple[str, str]:
     """The path without the sentence's punctuation after it ("see example.com/a." keeps its stop)."""
     path = m["path"] or ""
     kept = path.rstrip(_TRAILING)
-    return kept, path[len(kept):]
+    return kept, path[len(kept) :]
 
 
 def _url(m: re.Match[str], options: NormalizeOptions) -> str:

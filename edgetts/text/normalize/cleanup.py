@@ -148,8 +148,6 @@ RULES = (
     Rule("slash", re.compile(r"/"), _slash),
     Rule("star", re.compile(r"(?:(?<=\s)|^)\*(?=\s|$)"), lambda m, o: " star "),
     Rule("symbol", _SYMBOLS, lambda m, o: _SYMBOL_WORDS[m.group(0)]),
-    Rule(
-        "stray_hyphen", re.compile(r"(?<![\w])[-−]+|[-−]+(?![\w])|(?<=[0-9])-|-(?=[0-9])"), _hyphen
-    ),
+    Rule("stray_hyphen", re.compile(r"(?<![\w])[-−]+|[-−]+(?![\w])|(?<=[0-9])-|-(?=[0-9])"), _hyphen),
     Rule("stray_apostrophe", re.compile(r"(?<![\w])'|'(?![\w])"), lambda m, o: " "),
 )

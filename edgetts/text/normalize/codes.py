@@ -96,9 +96,7 @@ PHONE_RULES = (
     ),
     Rule(
         "phone_national",
-        re.compile(
-            r"(?<![0-9A-Za-z+(])(?:\(0[0-9]{2,5}\)|0[0-9]{2,5})(?:[ -][0-9]{2,5}){1,4}" + _E
-        ),
+        re.compile(r"(?<![0-9A-Za-z+(])(?:\(0[0-9]{2,5}\)|0[0-9]{2,5})(?:[ -][0-9]{2,5}){1,4}" + _E),
         _phone,
     ),
     Rule(
@@ -108,10 +106,7 @@ PHONE_RULES = (
     ),
     Rule(
         "extension",
-        re.compile(
-            r"(?<![A-Za-z0-9])(?P<w>[Ee]xtension|EXTENSION|[Ee]xtn?\.?|EXT\.?|x)\s?(?P<n>[0-9]{2,6})"
-            + _E
-        ),
+        re.compile(r"(?<![A-Za-z0-9])(?P<w>[Ee]xtension|EXTENSION|[Ee]xtn?\.?|EXT\.?|x)\s?(?P<n>[0-9]{2,6})" + _E),
         _extension,
     ),
 )

@@ -53,9 +53,7 @@ def date_words(day: int, month: int, year_: int | None, order: str, article: boo
 
 
 def valid_date(day: int, month: int) -> bool:
-    return 1 <= month <= 12 and 1 <= day <= (
-        29 if month == 2 else 30 if month in (4, 6, 9, 11) else 31
-    )
+    return 1 <= month <= 12 and 1 <= day <= (29 if month == 2 else 30 if month in (4, 6, 9, 11) else 31)
 
 
 def full_year(text: str) -> int:
@@ -125,17 +123,7 @@ NUMERIC_RULES = (
 WORD_RULES = (
     Rule(
         "date_day_month",
-        re.compile(
-            r"(?<![0-9A-Za-z.,])"
-            + _DAY
-            + _ORD
-            + r"(?:\s+of)?\s+"
-            + _MONTH
-            + r"(?:,?\s+"
-            + _YEAR
-            + r")?"
-            + _E
-        ),
+        re.compile(r"(?<![0-9A-Za-z.,])" + _DAY + _ORD + r"(?:\s+of)?\s+" + _MONTH + r"(?:,?\s+" + _YEAR + r")?" + _E),
         _day_month,
     ),
     Rule(
@@ -156,10 +144,7 @@ WORD_RULES = (
     ),
     Rule(
         "decade",
-        re.compile(
-            r"(?<![0-9A-Za-z])'?(?:(?P<c>1[1-9]|20)?(?P<d>[1-9]|(?<=[0-9])0)0|(?P<n>[0-9]{1,2}))'?s"
-            + _E
-        ),
+        re.compile(r"(?<![0-9A-Za-z])'?(?:(?P<c>1[1-9]|20)?(?P<d>[1-9]|(?<=[0-9])0)0|(?P<n>[0-9]{1,2}))'?s" + _E),
         _decade,
     ),
 )

@@ -60,9 +60,7 @@ def _count(number: str, one: str, many: str, options: NormalizeOptions) -> str:
     return f"{words} {one if words == 'one' else many}"
 
 
-def money_words(
-    whole: str, frac: str | None, scale: str | None, cur: Currency, options: NormalizeOptions
-) -> str:
+def money_words(whole: str, frac: str | None, scale: str | None, cur: Currency, options: NormalizeOptions) -> str:
     """("12", "50", None, pounds) -> "twelve pounds fifty" (``money_style`` "full": "... and
     fifty pence")."""
     number = whole + (f".{frac}" if frac else "")
@@ -98,15 +96,11 @@ _E = r"(?![0-9A-Za-z])"
 
 RULES = (
     Rule("money_symbol", re.compile(r"(?P<neg>[-−])?" + _SYMBOL + r"\s?" + _NUM + _SCALE), _amount),
-    Rule(
-        "money_code_first", re.compile(r"(?<![A-Za-z])" + _CODE + r"\s?" + _NUM + _SCALE), _amount
-    ),
+    Rule("money_code_first", re.compile(r"(?<![A-Za-z])" + _CODE + r"\s?" + _NUM + _SCALE), _amount),
     Rule(
         "money_after",
         re.compile(_B + _NUM + _SCALE + r"\s?(?:" + _CODE + _E + r"|(?P<sym>[€£$¥]))"),
-        lambda m, o: money_words(
-            m["int"], m["frac"], m["scale"], _CURRENCIES[m["cur"] or m["sym"]], o
-        ),
+        lambda m, o: money_words(m["int"], m["frac"], m["scale"], _CURRENCIES[m["cur"] or m["sym"]], o),
     ),
     Rule("money_pence", re.compile(_B + r"(?P<int>[0-9]{1,3})\s?(?P<unit>p|¢)" + _E), _pence),
 )

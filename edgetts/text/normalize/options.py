@@ -52,9 +52,7 @@ class NormalizeOptions:
         values: dict[str, object] = {}
         for key, value in data.items():
             if key not in known:
-                raise ValueError(
-                    f"normalize.{key}: unknown key (known: {', '.join(sorted(known))})"
-                )
+                raise ValueError(f"normalize.{key}: unknown key (known: {', '.join(sorted(known))})")
             values[key] = _check(str(key), value, hints[key])
         return cls(**values)  # type: ignore[arg-type]
 

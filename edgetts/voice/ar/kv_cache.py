@@ -89,9 +89,7 @@ class BlockPool:
         self.values.fill(0.0)
         # A zero block outside the pool: what the model reads for an empty segment.
         self.null_key = np.zeros((1, lo.num_kv_heads, lo.head_dim, lo.block_size), dtype=np.float32)
-        self.null_value = np.zeros(
-            (1, lo.num_kv_heads, lo.block_size, lo.head_dim), dtype=np.float32
-        )
+        self.null_value = np.zeros((1, lo.num_kv_heads, lo.block_size, lo.head_dim), dtype=np.float32)
         self._refs = np.zeros(num_blocks, dtype=np.int32)
 
     # -- accounting -----------------------------------------------------------------
@@ -153,9 +151,7 @@ class BlockPool:
             raise ValueError("release of a free block")
         self._refs[blocks.start : blocks.stop] -= 1
 
-    def new_sequence(
-        self, *, prefix: SharedPrefix | None = None, max_tokens: int | None = None
-    ) -> KvSequence:
+    def new_sequence(self, *, prefix: SharedPrefix | None = None, max_tokens: int | None = None) -> KvSequence:
         """A new sequence that reads ``prefix`` (shared, read-only) before its own tokens."""
         return KvSequence(self, prefix=prefix, max_tokens=max_tokens)
 
@@ -177,9 +173,7 @@ class SharedPrefix:
 class KvSequence:
     """One sequence's own blocks: a contiguous run that grows by whole blocks."""
 
-    def __init__(
-        self, pool: BlockPool, *, prefix: SharedPrefix | None = None, max_tokens: int | None = None
-    ) -> None:
+    def __init__(self, pool: BlockPool, *, prefix: SharedPrefix | None = None, max_tokens: int | None = None) -> None:
         if prefix is not None and prefix.pool is not pool:
             raise ValueError("prefix belongs to another pool")
         self.pool = pool
@@ -228,9 +222,7 @@ class KvSequence:
         self._check_open()
         need_tokens = self.length + new_tokens
         if self.max_tokens is not None and need_tokens > self.max_tokens:
-            raise KvCapacityError(
-                f"sequence needs {need_tokens} KV tokens, the voice's limit is {self.max_tokens}"
-            )
+            raise KvCapacityError(f"sequence needs {need_tokens} KV tokens, the voice's limit is {self.max_tokens}")
         need = self.pool.layout.blocks_for(need_tokens)
         if need <= self._nblocks:
             return
@@ -249,8 +241,7 @@ class KvSequence:
         start = pool._find_run(need, avoid=self.blocks)
         if start is None:
             raise KvCapacityError(
-                f"KV cache full: sequence needs {need} blocks, {pool.blocks_free} of "
-                f"{pool.num_blocks} free"
+                f"KV cache full: sequence needs {need} blocks, {pool.blocks_free} of {pool.num_blocks} free"
             )
         old = self.blocks
         pool.keys[:, start : start + self._nblocks] = pool.keys[:, old.start : old.stop]
@@ -271,9 +262,7 @@ class KvSequence:
                 raise RuntimeError(f"block {blk} is shared (refcount {pool._refs[blk]})")
             m = min(bs - off, n - done)
             for layer, (kd, vd) in enumerate(zip(key_deltas, value_deltas)):
-                pool.keys[layer, blk, :, :, off : off + m] = kd[:, done : done + m, :].transpose(
-                    0, 2, 1
-                )
+                pool.keys[layer, blk, :, :, off : off + m] = kd[:, done : done + m, :].transpose(0, 2, 1)
                 pool.values[layer, blk, :, off : off + m, :] = vd[:, done : done + m, :]
             pos += m
             done += m

@@ -41,16 +41,13 @@ class BlockLm:
         missing = sorted(want_in - names_in)
         if missing:
             raise VoiceError(
-                f"{path}: not an edgetts-ar-1 LM for kv.num_layers="
-                f"{layout.num_layers}: missing input {missing[0]}"
+                f"{path}: not an edgetts-ar-1 LM for kv.num_layers={layout.num_layers}: missing input {missing[0]}"
             )
         want_out = ["logits"]
         for i in range(layout.num_layers):
             want_out += [f"key_delta.{i}", f"value_delta.{i}"]
         if names_out[: len(want_out)] != want_out:
-            raise VoiceError(
-                f"{path}: LM outputs must be {want_out[:3]}..., got {names_out[:3]}..."
-            )
+            raise VoiceError(f"{path}: LM outputs must be {want_out[:3]}..., got {names_out[:3]}...")
         k0 = next(i for i in session.get_inputs() if i.name == "past_key.0").shape
         if k0[1] != layout.num_kv_heads or k0[2] != layout.head_dim:
             raise VoiceError(
@@ -60,9 +57,7 @@ class BlockLm:
         self._out_names = want_out
 
     @classmethod
-    def load(
-        cls, path: Path, layout: KvLayout, vocab_size: int, runtime: RuntimeOptions | None = None
-    ) -> BlockLm:
+    def load(cls, path: Path, layout: KvLayout, vocab_size: int, runtime: RuntimeOptions | None = None) -> BlockLm:
         return cls(make_session(path, runtime or RuntimeOptions()), layout, vocab_size, path)
 
     def forward(self, seq: KvSequence, token_ids: np.ndarray) -> np.ndarray:

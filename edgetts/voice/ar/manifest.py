@@ -291,19 +291,11 @@ def _sampling(s: dict) -> SamplingParams:
     d = SamplingParams()
     sampling = SamplingParams(
         top_k=_get(s, "top_k", "sampling", int, default=d.top_k, minimum=1),
-        top_p=float(
-            _get(s, "top_p", "sampling", (int, float), default=d.top_p, minimum=0.0, maximum=1.0)
-        ),
+        top_p=float(_get(s, "top_p", "sampling", (int, float), default=d.top_p, minimum=0.0, maximum=1.0)),
         win_size=_get(s, "win_size", "sampling", int, default=d.win_size, minimum=0),
         tau_r=float(_get(s, "tau_r", "sampling", (int, float), default=d.tau_r, minimum=0.0)),
-        min_len_ratio=float(
-            _get(s, "min_len_ratio", "sampling", (int, float), default=d.min_len_ratio, minimum=0.0)
-        ),
-        max_len_ratio=float(
-            _get(
-                s, "max_len_ratio", "sampling", (int, float), default=d.max_len_ratio, minimum=0.01
-            )
-        ),
+        min_len_ratio=float(_get(s, "min_len_ratio", "sampling", (int, float), default=d.min_len_ratio, minimum=0.0)),
+        max_len_ratio=float(_get(s, "max_len_ratio", "sampling", (int, float), default=d.max_len_ratio, minimum=0.01)),
     )
     if sampling.min_len_ratio > sampling.max_len_ratio:
         raise VoiceError("sampling/min_len_ratio: larger than sampling/max_len_ratio")

@@ -89,17 +89,13 @@ class ArVoice:
         except VoiceError as exc:
             raise VoiceError(f"{m.path}: {exc}") from None
         if tokenizer.max_id() >= m.lm_vocab_size:
-            raise VoiceError(
-                f"{m.path}: tokenizer: ids reach {tokenizer.max_id()}, "
-                f"lm/vocab_size is {m.lm_vocab_size}"
-            )
+            raise VoiceError(f"{m.path}: tokenizer: ids reach {tokenizer.max_id()}, lm/vocab_size is {m.lm_vocab_size}")
         runtime = runtime or RuntimeOptions()
         lm = BlockLm.load(m.lm_path, m.kv, m.lm_vocab_size, runtime)
         decoder = make_session(m.decoder.path, runtime)
         if [i.name for i in decoder.get_inputs()] != ["speech_tokens"]:
             raise VoiceError(
-                f"{m.decoder.path}: decoder/path: the decoder must take exactly one "
-                "input, speech_tokens [T] int64"
+                f"{m.decoder.path}: decoder/path: the decoder must take exactly one input, speech_tokens [T] int64"
             )
         prefix_ids = m.prefix_ids()
         lo = m.kv
@@ -140,9 +136,7 @@ class ArVoice:
         """Speech tokens (0-based) for one segment, as the LM produces them."""
         m = self.manifest
         min_len, max_len = m.sampling.length_limits(len(text_ids))
-        seq: KvSequence = self.pool.new_sequence(
-            prefix=self.prefix, max_tokens=m.max_sequence_tokens
-        )
+        seq: KvSequence = self.pool.new_sequence(prefix=self.prefix, max_tokens=m.max_sequence_tokens)
         with seq:
             logits = self.lm.prefill(seq, np.asarray(m.request_ids(text_ids)))[-1]
             history: list[int] = []
@@ -268,9 +262,7 @@ def crossfade(tail: np.ndarray, audio: np.ndarray) -> np.ndarray:
 
 def _segment_budget(m: ArManifest) -> int:
     """Most text tokens one segment may hold so prefill + max_len stays within the KV limit."""
-    fixed = 1 + (
-        len(m.prompt_speech_tokens) if m.layout == "cosyvoice2" else 0
-    )  # task_id (+ prompt speech)
+    fixed = 1 + (len(m.prompt_speech_tokens) if m.layout == "cosyvoice2" else 0)  # task_id (+ prompt speech)
     best = 0
     for n in range(1, m.max_text_tokens_per_segment + 1):
         _, max_len = m.sampling.length_limits(n)

@@ -48,8 +48,12 @@ def kept_ids(ids: Sequence[int], limit: int, space: int) -> int:
 
 
 def stream_fast(
-    voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig, options: StreamingOptions,
-    schedule: Windows | None = None, on_frames: Callable[[int, int], None] | None = None,
+    voice: SplitVoice,
+    ids: Sequence[int],
+    config: SynthesisConfig,
+    options: StreamingOptions,
+    schedule: Windows | None = None,
+    on_frames: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[np.ndarray, bool]] | None:
     """The sentence's raw audio windows with fast start, each with "is it the last"; None when the
     prefix is too short to hold a first window (then the exact path runs).  ``on_frames``: told
@@ -87,8 +91,7 @@ def _windows(
     split = voice.split
     assert split is not None
     prefix_frames = max(v.shape[-1] for v in prefix.values())
-    head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v
-            for k, v in prefix.items()}
+    head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v for k, v in prefix.items()}
     flow = voice.flow_runner()
     joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
     windows = plan_windows(safe, schedule.first, schedule.growth, options.max_frames)
@@ -107,8 +110,10 @@ def _windows(
     # The schedule goes on where the prefix's windows left it: the prefix's audio is in hand, so
     # starting small again would only add seams.
     following = window_size(len(windows), schedule.first, schedule.growth, options.max_frames)
-    rest = [(safe + a, safe + b)
-            for a, b in plan_windows(latent.frames - safe, following, schedule.growth, options.max_frames)]
+    rest = [
+        (safe + a, safe + b)
+        for a, b in plan_windows(latent.frames - safe, following, schedule.growth, options.max_frames)
+    ]
     pieces = decode_windows(voice.decode, latent, split.hop, split.margin, rest, 0, joiner)
     for index, piece in enumerate(pieces):
         yield piece, index == len(rest) - 1

@@ -103,8 +103,14 @@ class PiperFrontend:
         espeak-ng voice settled (:mod:`.languages`), ``warnings`` for spans it could not read as
         asked.  Raises SSMLError for bad SSML and UnspeakableTextError for a script it cannot speak."""
         opts = self.text
-        segments = prepare(text, options=opts.normalize_options, lexicon=opts.lexicon, ssml=opts.ssml,
-                           normalize=opts.normalize, language=opts.language)
+        segments = prepare(
+            text,
+            options=opts.normalize_options,
+            lexicon=opts.lexicon,
+            ssml=opts.ssml,
+            normalize=opts.normalize,
+            language=opts.language,
+        )
         return self.languages.resolve(Prepared(text, tuple(segments), opts))
 
     def segments(self, text: str | Prepared) -> Sequence[Segment]:
@@ -171,8 +177,12 @@ class PiperFrontend:
         end = PIECE_END if PIECE_END in id_map else None
         budget = self.max_ids - fixed - (self._id_cost(end) if end is not None else 0)
         pieces = [p for p in split_sentence(sentence.phonemes, self._id_cost, budget) if is_speakable(p)]
-        _LOGGER.info("a sentence of %d phonemes is spoken in %d pieces of at most %d ids",
-                     len(sentence.phonemes), len(pieces), self.max_ids)
+        _LOGGER.info(
+            "a sentence of %d phonemes is spoken in %d pieces of at most %d ids",
+            len(sentence.phonemes),
+            len(pieces),
+            self.max_ids,
+        )
         out: list[Sentence | Pause] = []
         for index, piece in enumerate(pieces):
             if index:
@@ -203,4 +213,3 @@ class PiperFrontend:
     def sentence_ids(self, text: str) -> list[list[int]]:
         """Model input ids of each speakable sentence of ``text``."""
         return [self.phoneme_ids(p) for p in self.phonemize(text)]
-

@@ -28,11 +28,33 @@ seeded, issue 19; the seeded generator's own version follows the dot)."""
 
 # Ops that act on each frame's neighbourhood only (or on channels), so running
 # them on a window of frames gives the same values in the window's middle.
-_TIME_LOCAL_OPS = frozenset({
-    "Conv", "ConvTranspose", "LeakyRelu", "Relu", "Tanh", "Sigmoid", "Add", "Sub", "Mul", "Div",
-    "Neg", "Exp", "Split", "Concat", "Slice", "Shape", "ConstantOfShape", "Unsqueeze", "Squeeze",
-    "Constant", "Identity", "Softplus", "Clip",
-})
+_TIME_LOCAL_OPS = frozenset(
+    {
+        "Conv",
+        "ConvTranspose",
+        "LeakyRelu",
+        "Relu",
+        "Tanh",
+        "Sigmoid",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Neg",
+        "Exp",
+        "Split",
+        "Concat",
+        "Slice",
+        "Shape",
+        "ConstantOfShape",
+        "Unsqueeze",
+        "Squeeze",
+        "Constant",
+        "Identity",
+        "Softplus",
+        "Clip",
+    }
+)
 _MIN_SDR_DB = 30.0
 """The split is accepted only if windowed decoding of the check sentence is at least this close
 (a wrong cut gives a few dB; the joe voice at the default margins: ~50 dB)."""
@@ -79,6 +101,7 @@ class SplitModels:
     @property
     def front_outputs(self) -> tuple[str, ...]:
         return self.flow_inputs if self.flow is not None else self.frame_inputs
+
 
 # -- finding the cut ---------------------------------------------------------------
 def _find_cut(model: Any) -> list[list[str]]:
@@ -173,7 +196,6 @@ def _frame_lengths(arrays: Sequence[np.ndarray | None]) -> list[int] | None:
     return [a.shape[-1] for a in arrays if a is not None]
 
 
-
 # -- split and check ---------------------------------------------------------------
 def split_model(
     model_path: Path,
@@ -209,8 +231,18 @@ def split_model(
     del values
     front, flow, tail = _extract_parts(model, cut, flow_cut, durations)
     del model
-    split = SplitModels(front, tail, tuple(cut), whole.size // frames, margin, 1.0, flow, tuple(flow_cut or ()),
-                        flow_margin if flow_cut else 0, durations)
+    split = SplitModels(
+        front,
+        tail,
+        tuple(cut),
+        whole.size // frames,
+        margin,
+        1.0,
+        flow,
+        tuple(flow_cut or ()),
+        flow_margin if flow_cut else 0,
+        durations,
+    )
     return replace(split, gain=_check_split(split, check_feeds, whole, make_session))
 
 

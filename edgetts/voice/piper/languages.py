@@ -41,8 +41,13 @@ def _quote(text: str) -> str:
 class LanguageCheck:
     """Resolves a voice's prepared text: the espeak-ng voice of each span, warnings, refusals."""
 
-    def __init__(self, config: PiperVoiceConfig, phonemize: Phonemizer, clusters: Callable[[list[str]], list[str]],
-                 name: str = "") -> None:
+    def __init__(
+        self,
+        config: PiperVoiceConfig,
+        phonemize: Phonemizer,
+        clusters: Callable[[list[str]], list[str]],
+        name: str = "",
+    ) -> None:
         self.config = config
         self.language = voice_language(config)
         self.name = name or config.espeak_voice or self.language
@@ -105,12 +110,15 @@ class LanguageCheck:
                 if reason is not None:
                     raise UnspeakableTextError(reason)
             prev = out[-1] if out else None
-            if isinstance(seg, Speak) and isinstance(prev, Speak) and (prev.rate, prev.volume, prev.lang) == (
-                    seg.rate, seg.volume, seg.lang):
+            if (
+                isinstance(seg, Speak)
+                and isinstance(prev, Speak)
+                and (prev.rate, prev.volume, prev.lang) == (seg.rate, seg.volume, seg.lang)
+            ):
                 out[-1] = replace(prev, text=f"{prev.text} {seg.text}")  # one reading: one intonation
                 continue
             out.append(seg)
-        for warning in warnings[len(prepared.warnings):]:
+        for warning in warnings[len(prepared.warnings) :]:
             _LOGGER.warning("%s", warning)
         if prepared.segments and not any(isinstance(seg, (Speak, Phonemes)) for seg in out):
             raise UnspeakableTextError(f"nothing left to speak: {'; '.join(warnings)}")

@@ -176,8 +176,7 @@ def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
             continue
         # Sentences after the first few are spoken while those play: the cheapest schedule, without
         # a search (which costs ~2 ms a sentence here, ten times that on a board's core).
-        windows = (_choose(clock, item, shape, options, speed) if index < _SEARCHED
-                   else next(_candidates(item, options)))
+        windows = _choose(clock, item, shape, options, speed) if index < _SEARCHED else next(_candidates(item, options))
         clock.add(_chunks(item, shape, speed, windows))
         chosen.append(windows)
     return Plan(tuple(chosen), clock.lead)
@@ -217,8 +216,15 @@ def _better(start: float, compute: float, best: tuple[float, float, Windows] | N
     return best is None or start < best[0] * 0.98 or (start <= best[0] * 1.02 and compute < best[1])
 
 
-def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions,
-                            speed: SpeedModel, windows: Windows, start: float) -> Windows:
+def _sooner_with_fast_start(
+    clock: _Clock,
+    item: Item,
+    shape: Shape,
+    options: StreamingOptions,
+    speed: SpeedModel,
+    windows: Windows,
+    start: float,
+) -> Windows:
     """The first sentence keeps up with ``windows`` (exact): fast start's variant of it if that
     starts at least FAST_START_GAIN sooner (a long sentence's whole front before its first audio)."""
     best: tuple[float, float, Windows] | None = None
@@ -233,8 +239,9 @@ def _sooner_with_fast_start(clock: _Clock, item: Item, shape: Shape, options: St
     return windows if best is None else best[2]
 
 
-def _fast_variant(clock: _Clock, item: Item, shape: Shape, speed: SpeedModel, windows: Windows,
-                  prefix: int) -> tuple[float, float, Windows, bool]:
+def _fast_variant(
+    clock: _Clock, item: Item, shape: Shape, speed: SpeedModel, windows: Windows, prefix: int
+) -> tuple[float, float, Windows, bool]:
     """(S, compute, schedule, keeps up) of fast start on ``prefix`` with ``windows``' first window
     and the largest growth that keeps up (else the soonest).  After the prefix's windows the whole
     sentence's front runs, so a growth that keeps up exactly may not here: the second window, made
@@ -316,8 +323,15 @@ def _predicted_per_id(item: Item, speed: SpeedModel) -> float:
     return speed.frames_per_id / max(item.rate, 0.1)
 
 
-def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOptions, windows: Windows,
-              rate: int, speed: SpeedModel) -> list[tuple[float, float]]:
+def _streamed(
+    item: Item,
+    frames: int,
+    split: SplitModels,
+    options: StreamingOptions,
+    windows: Windows,
+    rate: int,
+    speed: SpeedModel,
+) -> list[tuple[float, float]]:
     front = speed.cost("front")
     largest = options.max_frames
     prefixed = bool(split.durations) and fast_start_applies(item.ids, windows.prefix)  # as the voice runs it
@@ -326,8 +340,13 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
         keep_ids = fast_start_kept(limit, item.word_ends)
         # Once the prefix's front has run, the voice has told what the kept ids came to.
         prefix_frames, prefix_ids = item.prefix
-        per_id = (prefix_frames / prefix_ids if prefix_ids else
-                  frames / item.ids if item.frames else _predicted_per_id(item, speed) * HEAD_SHARE)
+        per_id = (
+            prefix_frames / prefix_ids
+            if prefix_ids
+            else frames / item.ids
+            if item.frames
+            else _predicted_per_id(item, speed) * HEAD_SHARE
+        )
         kept = round(keep_ids * per_id)
         safe = kept - FLOW_REACH - split.margin
         if safe >= 2 * options.first_frames:
@@ -346,8 +365,9 @@ def _streamed(item: Item, frames: int, split: SplitModels, options: StreamingOpt
     return out
 
 
-def _decode(frames: int, windows: Sequence[tuple[int, int]], split: SplitModels, rate: int, speed: SpeedModel,
-            exact: int) -> list[tuple[float, float]]:
+def _decode(
+    frames: int, windows: Sequence[tuple[int, int]], split: SplitModels, rate: int, speed: SpeedModel, exact: int
+) -> list[tuple[float, float]]:
     """Cost and audio of decoding ``windows`` of a sentence of ``frames`` frames, the flow run in the
     spans :class:`~.streaming.Latent` runs (from frame ``exact``, what is already known)."""
     tail, flow = speed.cost("tail"), speed.cost("flow")

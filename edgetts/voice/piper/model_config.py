@@ -110,9 +110,7 @@ class PiperVoiceConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
-            raise VoiceError(
-                f"voice config {path} is not valid JSON: {err.msg} at line {err.lineno}"
-            ) from err
+            raise VoiceError(f"voice config {path} is not valid JSON: {err.msg} at line {err.lineno}") from err
         if not isinstance(data, Mapping):
             raise VoiceError(f"voice config {path} must hold a JSON object")
         return PiperVoiceConfig.from_dict(data, source=str(path))

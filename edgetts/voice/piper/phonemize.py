@@ -127,9 +127,7 @@ class _Espeak:
             try:
                 import espeakng_loader
             except ImportError as err:  # pragma: no cover - a broken install
-                raise PhonemizerError(
-                    "the espeakng-loader package is missing: pip install espeakng-loader"
-                ) from err
+                raise PhonemizerError("the espeakng-loader package is missing: pip install espeakng-loader") from err
             cls._instance = cls(espeakng_loader.get_library_path(), str(espeak_data_path()))
         return cls._instance
 
@@ -212,8 +210,13 @@ def _is_german(voice: str) -> bool:
 def _needs_mnemonic(ipa_word: str, german: bool) -> bool:
     """Whether :func:`_phone` can write anything but the IPA itself in ``ipa_word``: only where a
     phone is empty (espeak-ng's link ``;``, which 1.52 writes as nothing) or, in German, at a tap."""
-    return (not ipa_word or ipa_word.startswith(_SEPARATOR) or ipa_word.endswith(_SEPARATOR)
-            or _SEPARATOR * 2 in ipa_word or (german and "ɾ" in ipa_word))
+    return (
+        not ipa_word
+        or ipa_word.startswith(_SEPARATOR)
+        or ipa_word.endswith(_SEPARATOR)
+        or _SEPARATOR * 2 in ipa_word
+        or (german and "ɾ" in ipa_word)
+    )
 
 
 def _with_link_glides(ipa: str, mnemonic: str, voice: str = "") -> str:
@@ -254,13 +257,14 @@ def phonemize_clauses(text: str, voice: str) -> list[Clause]:
     if len(mnemonic) != len(ipa):  # cannot happen for one text; keep the IPA if it does
         mnemonic = [(p.replace(_SEPARATOR, ""), c) for p, c in ipa]
     clauses: list[Clause] = []
-    for index, ((ipa_phonemes, consumed), (mnemonic_phonemes, _)) in enumerate(
-        zip(ipa, mnemonic)
-    ):
+    for index, ((ipa_phonemes, consumed), (mnemonic_phonemes, _)) in enumerate(zip(ipa, mnemonic)):
         terminator, ends = clause_terminator(consumed, is_last=index == len(ipa) - 1)
         # Without the mnemonic pass no word needs it: the IPA joined is what _with_link_glides gives.
-        joined = (ipa_phonemes.replace(_SEPARATOR, "") if mnemonic is ipa
-                  else _with_link_glides(ipa_phonemes, mnemonic_phonemes, voice))
+        joined = (
+            ipa_phonemes.replace(_SEPARATOR, "")
+            if mnemonic is ipa
+            else _with_link_glides(ipa_phonemes, mnemonic_phonemes, voice)
+        )
         clauses.append(
             Clause(
                 phonemes=joined,

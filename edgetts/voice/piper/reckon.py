@@ -24,8 +24,9 @@ class Reckoner:
     than predicted has its last windows later than predicted, and a held start costs no more
     than a later one, while a stop mid-word is what the lead is for)."""
 
-    def __init__(self, items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None],
-                 offset: int = 0) -> None:
+    def __init__(
+        self, items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None], offset: int = 0
+    ) -> None:
         """``offset``: the plan index of ``items[0]`` (what :meth:`teller` is asked with)."""
         self._items, self._shape, self._speed, self._windows = items, shape, speed, windows
         self._offset = offset
@@ -37,11 +38,13 @@ class Reckoner:
 
     def teller(self, index: int) -> Callable[[int, int], None]:
         """What the voice tells of the sentence at plan ``index``: (frames, of how many first ids)."""
+
         def told(frames: int, of_ids: int) -> None:
             if of_ids < self._items[index - self._offset].ids:
                 self._prefix[index] = (frames, of_ids)
             else:
                 self._whole[index] = frames
+
         return told
 
     def lead(self) -> float:
@@ -61,7 +64,10 @@ class Reckoner:
         return max(0.0, self._at + lead - time.monotonic()) if lead > self._first + 1e-3 else 0.0
 
     def _reckon(self) -> float:
-        known = [replace(item, frames=self._whole.get(self._offset + k, 0),
-                         prefix=self._prefix.get(self._offset + k, (0, 0)))
-                 for k, item in enumerate(self._items)]
+        known = [
+            replace(
+                item, frames=self._whole.get(self._offset + k, 0), prefix=self._prefix.get(self._offset + k, (0, 0))
+            )
+            for k, item in enumerate(self._items)
+        ]
         return lead_s(known, self._shape, self._speed, self._windows)

@@ -166,8 +166,11 @@ def _normal(b: _Builder, number: int, rows: str, cols: str) -> str:
     radius = b.op("Sqrt", b.op("Mul", b.op("Log", _uniform(b, 2 * number, rows, half)), b.const(-2.0, "float64")))
     angle = b.op("Mul", _uniform(b, 2 * number + 1, rows, half), b.const(2.0 * math.pi, "float64"))
     pair = [b.op("Unsqueeze", b.op("Mul", radius, b.op(f, angle)), b.const([2])) for f in ("Cos", "Sin")]
-    flat = b.op("Reshape", b.op("Concat", *pair, axis=2), b.op("Concat", b.op("Unsqueeze", rows, b.const([0])),
-                                                               b.const([-1]), axis=0))
+    flat = b.op(
+        "Reshape",
+        b.op("Concat", *pair, axis=2),
+        b.op("Concat", b.op("Unsqueeze", rows, b.const([0])), b.const([-1]), axis=0),
+    )
     return b.op("Slice", flat, b.const([0]), b.op("Unsqueeze", cols, b.const([0])), b.const([1]))
 
 
@@ -258,4 +261,3 @@ def add_seeded_noise(model: Any) -> int:
     graph.initializer.extend(b.consts.values())
     graph.input.append(helper.make_tensor_value_info(NOISE_SEED_INPUT, TensorProto.INT64, [1]))
     return number
-

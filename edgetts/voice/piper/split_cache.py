@@ -44,8 +44,17 @@ def _split_key(model_path: Path, margin: int, flow_margin: int) -> str:
     # A split is checked (and its gain measured) by running it on this machine's onnxruntime: one
     # made on an x86 build host and carried to an aarch64 board in a cache or an image was never
     # checked on the board's kernels, so the architecture and the runtime are part of the key.
-    identity = "\n".join([str(stat.st_size), str(stat.st_mtime_ns), SPLIT_VERSION, str(margin), str(flow_margin),
-                          platform.machine(), ort.__version__])
+    identity = "\n".join(
+        [
+            str(stat.st_size),
+            str(stat.st_mtime_ns),
+            SPLIT_VERSION,
+            str(margin),
+            str(flow_margin),
+            platform.machine(),
+            ort.__version__,
+        ]
+    )
     return f"{_split_family(model_path)}{checksum(identity)}"
 
 
@@ -68,10 +77,18 @@ class _CacheEntry:
             meta = json.loads(self.meta.read_text(encoding="utf-8"))
             has_flow = bool(meta["flow_inputs"])
             if all(p.is_file() for part, p in self.parts.items() if part != "flow" or has_flow):
-                return SplitModels(self.parts["front"], self.parts["tail"], tuple(meta["frame_inputs"]),
-                                   int(meta["hop"]), int(meta["margin"]), float(meta["gain"]),
-                                   self.parts["flow"] if has_flow else None, tuple(meta["flow_inputs"]),
-                                   int(meta["flow_margin"]), str(meta["durations"]))
+                return SplitModels(
+                    self.parts["front"],
+                    self.parts["tail"],
+                    tuple(meta["frame_inputs"]),
+                    int(meta["hop"]),
+                    int(meta["margin"]),
+                    float(meta["gain"]),
+                    self.parts["flow"] if has_flow else None,
+                    tuple(meta["flow_inputs"]),
+                    int(meta["flow_margin"]),
+                    str(meta["durations"]),
+                )
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError) as err:
@@ -85,10 +102,17 @@ class _CacheEntry:
                 tmp = self.parts[part].with_name(f".{self.parts[part].name}.{os.getpid()}.part")
                 tmp.write_bytes(data)
                 tmp.replace(self.parts[part])
-        meta = {"frame_inputs": list(split.frame_inputs), "hop": split.hop, "margin": margin, "gain": split.gain,
-                "flow_inputs": list(split.flow_inputs), "flow_margin": split.flow_margin,
-                "durations": split.durations,
-                "source": str(model_path), "version": SPLIT_VERSION}
+        meta = {
+            "frame_inputs": list(split.frame_inputs),
+            "hop": split.hop,
+            "margin": margin,
+            "gain": split.gain,
+            "flow_inputs": list(split.flow_inputs),
+            "flow_margin": split.flow_margin,
+            "durations": split.durations,
+            "source": str(model_path),
+            "version": SPLIT_VERSION,
+        }
         tmp = self.meta.with_name(f".{self.meta.name}.{os.getpid()}.part")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         tmp.replace(self.meta)  # written last: its presence means the models are complete
@@ -124,13 +148,27 @@ def load_split(
         for stale in cache_dir.glob(f"{_split_family(model_path)}*"):
             if not stale.name.startswith(entry.key):
                 stale.unlink(missing_ok=True)
-    return SplitModels(entry.parts["front"], entry.parts["tail"], split.frame_inputs, split.hop, margin, split.gain,
-                       entry.parts["flow"] if split.flow is not None else None, split.flow_inputs, split.flow_margin,
-                       split.durations)
+    return SplitModels(
+        entry.parts["front"],
+        entry.parts["tail"],
+        split.frame_inputs,
+        split.hop,
+        margin,
+        split.gain,
+        entry.parts["flow"] if split.flow is not None else None,
+        split.flow_inputs,
+        split.flow_margin,
+        split.durations,
+    )
 
 
-def _made(model_path: Path, check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]], make_session: MakeSession,
-          margin: int, flow_margin: int) -> SplitModels:
+def _made(
+    model_path: Path,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+    make_session: MakeSession,
+    margin: int,
+    flow_margin: int,
+) -> SplitModels:
     try:
         split = split_model(model_path, check_feeds(), make_session, margin=margin, flow_margin=flow_margin)
     except SplitError:

@@ -35,10 +35,21 @@ FIRST = "edgetts_first"
 FINAL = "edgetts_final"
 """Inputs of the rewritten graph: int64 (1,) each, 1 on a sentence's first / last run."""
 
-_POINTWISE = frozenset({
-    "LeakyRelu", "Relu", "Tanh", "Sigmoid", "Softplus", "Clip", "Neg", "Exp", "Identity",
-    "Unsqueeze", "Squeeze",
-})
+_POINTWISE = frozenset(
+    {
+        "LeakyRelu",
+        "Relu",
+        "Tanh",
+        "Sigmoid",
+        "Softplus",
+        "Clip",
+        "Neg",
+        "Exp",
+        "Identity",
+        "Unsqueeze",
+        "Squeeze",
+    }
+)
 _BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
 _BIG = 1 << 40
 
@@ -165,8 +176,13 @@ class _Builder:
         x = node.input[0]
         k, s = attrs["kernel_shape"][0], attrs.get("strides", [1])[0]
         pads = attrs.get("pads", [0, 0])
-        if (attrs.get("dilations", [1]) != [1] or pads[0] != pads[1] or attrs.get("output_padding", [0]) != [0]
-                or attrs.get("group", 1) != 1 or k < s):
+        if (
+            attrs.get("dilations", [1]) != [1]
+            or pads[0] != pads[1]
+            or attrs.get("output_padding", [0]) != [0]
+            or attrs.get("group", 1) != 1
+            or k < s
+        ):
             raise StatefulError(f"{node.name or node.output[0]}: a ConvTranspose of an unexpected form")
         p, m = pads[0], max(0, math.ceil(k / s) - 1)
         joined = x
@@ -177,8 +193,9 @@ class _Builder:
         run = self._node("ConvTranspose", [joined, *node.input[1:]], **{**attrs, "pads": [0, 0]})
         # Outputs [m s + p first, len(joined) s + (k - s - p) final) of the unpadded run.
         start = self._node("Add", [self._int(m * s), self._scaled(FIRST, p)])
-        end = self._node("Add", [self._node("Mul", [self._length(joined), self._int(s)]),
-                                 self._scaled(FINAL, k - s - p)])
+        end = self._node(
+            "Add", [self._node("Mul", [self._length(joined), self._int(s)]), self._scaled(FINAL, k - s - p)]
+        )
         self._node("Slice", [run, start, end, "edgetts_c_last_axis"], node.output[0])
         self.lag[node.output[0]] = s * self.lag[x] + p
         self.hop *= s
@@ -252,18 +269,24 @@ def make_stateful(tail: Any, frame_input: str) -> StatefulTail:
     if output not in builder.lag:
         raise StatefulError("the decoder's output is not on the frame axis")
     flags = [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in (FIRST, FINAL)]
-    state_in = [helper.make_tensor_value_info(s.name, TensorProto.FLOAT, [1, s.shape[1] or None, None])
-                for s in builder.states]
-    state_out = [helper.make_tensor_value_info(s.out, TensorProto.FLOAT, [1, s.shape[1] or None, None])
-                 for s in builder.states]
+    state_in = [
+        helper.make_tensor_value_info(s.name, TensorProto.FLOAT, [1, s.shape[1] or None, None]) for s in builder.states
+    ]
+    state_out = [
+        helper.make_tensor_value_info(s.out, TensorProto.FLOAT, [1, s.shape[1] or None, None]) for s in builder.states
+    ]
     inputs = [*graph.input, *flags, *state_in]
-    rewritten = helper.make_graph(builder.nodes, "edgetts-vits-tail-stateful", inputs,
-                                  [*graph.output, *state_out], [*graph.initializer, *builder.new_inits])
+    rewritten = helper.make_graph(
+        builder.nodes,
+        "edgetts-vits-tail-stateful",
+        inputs,
+        [*graph.output, *state_out],
+        [*graph.initializer, *builder.new_inits],
+    )
     model = helper.make_model(rewritten, opset_imports=list(tail.opset_import))
     model.ir_version = tail.ir_version
     onnx.checker.check_model(model)
-    return StatefulTail(model.SerializeToString(), frame_input, tuple(builder.states), builder.lag[output],
-                        builder.hop)
+    return StatefulTail(model.SerializeToString(), frame_input, tuple(builder.states), builder.lag[output], builder.hop)
 
 
 class TailStream:
@@ -281,11 +304,16 @@ class TailStream:
         (all that is left at ``final``), flat float32."""
         assert not self.done, "the sentence has ended"
         if self._first and not final and frames.shape[-1] < self._tail.first_frames:
-            raise ValueError(f"a first run of {frames.shape[-1]} frames: at least "
-                             f"{self._tail.first_frames} are needed (or the whole sentence)")
-        feeds = {self._tail.frame_input: frames, **self._state,
-                 FIRST: np.array([int(self._first)], dtype=np.int64),
-                 FINAL: np.array([int(final)], dtype=np.int64)}
+            raise ValueError(
+                f"a first run of {frames.shape[-1]} frames: at least "
+                f"{self._tail.first_frames} are needed (or the whole sentence)"
+            )
+        feeds = {
+            self._tail.frame_input: frames,
+            **self._state,
+            FIRST: np.array([int(self._first)], dtype=np.int64),
+            FINAL: np.array([int(final)], dtype=np.int64),
+        }
         outputs = self._run(feeds)
         self._state = {s.name: v for s, v in zip(self._tail.states, outputs[1:])}
         self._first, self.done = False, final

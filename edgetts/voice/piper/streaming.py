@@ -84,8 +84,7 @@ class Latent:
         _ready beyond them come from the first window's short run."""
 
     def _slice(self, feeds: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
-        return {k: np.ascontiguousarray(v[..., lo:hi]) if v.shape[-1] == self.frames else v
-                for k, v in feeds.items()}
+        return {k: np.ascontiguousarray(v[..., lo:hi]) if v.shape[-1] == self.frames else v for k, v in feeds.items()}
 
     def window(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """Decoder inputs for frames [lo, hi)."""
@@ -156,6 +155,5 @@ def splice_frames(
     skip = int(np.asarray(durations).reshape(-1)[:keep].sum())
     frames = max(v.shape[-1] for v in whole.values())
     return {
-        k: np.concatenate([head[k], v[..., skip:]], axis=-1) if v.shape[-1] == frames else v
-        for k, v in whole.items()
+        k: np.concatenate([head[k], v[..., skip:]], axis=-1) if v.shape[-1] == frames else v for k, v in whole.items()
     }

@@ -122,18 +122,35 @@ class PiperVoice:
         voice_name = name or model_path.name.removesuffix(".onnx")
         options = StreamingOptions() if streaming is True else (streaming or None)
         if options is not None:
-            split = open_split(model_path, runtime, cache_dir, lambda: check_feeds(config),
-                               margin=options.margin, flow_margin=options.flow_margin)
+            split = open_split(
+                model_path,
+                runtime,
+                cache_dir,
+                lambda: check_feeds(config),
+                margin=options.margin,
+                flow_margin=options.flow_margin,
+            )
             if split is not None:
                 models, front, flow, tail = split
                 _LOGGER.debug("loaded %s (split) in %.3f s", model_path, time.perf_counter() - started)
-                return PiperVoice(voice_name, config, front, model_path, text, split=models, tail_session=tail,
-                                  flow_session=flow, streaming=options, max_sentence_ids=max_sentence_ids,
-                                  runtime=runtime)
+                return PiperVoice(
+                    voice_name,
+                    config,
+                    front,
+                    model_path,
+                    text,
+                    split=models,
+                    tail_session=tail,
+                    flow_session=flow,
+                    streaming=options,
+                    max_sentence_ids=max_sentence_ids,
+                    runtime=runtime,
+                )
         session = create_session(model_path, runtime, cache_dir=cache_dir, transform=SEEDED_NOISE)
         _LOGGER.debug("loaded %s in %.3f s", model_path, time.perf_counter() - started)
-        return PiperVoice(voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids,
-                          runtime=runtime)
+        return PiperVoice(
+            voice_name, config, session, model_path, text, max_sentence_ids=max_sentence_ids, runtime=runtime
+        )
 
     @property
     def name(self) -> str:
@@ -165,8 +182,7 @@ class PiperVoice:
         sid = self.config.default_speaker_id if config.speaker_id is None else config.speaker_id
         if not 0 <= sid < max(self.config.num_speakers, 1):
             raise SynthesisError(
-                f"speaker_id {sid} is out of range for voice {self.name} "
-                f"({self.config.num_speakers} speakers)"
+                f"speaker_id {sid} is out of range for voice {self.name} ({self.config.num_speakers} speakers)"
             )
         return np.array([sid], dtype=np.int64)
 
@@ -241,8 +257,13 @@ class PiperVoice:
         return self._checked(self._run(self.session, self._feeds(ids, config))[0])
 
     def stream(
-        self, ids: Sequence[int], config: SynthesisConfig, *, fast_start: bool = False,
-        windows: Windows | None = None, on_frames: Callable[[int, int], None] | None = None,
+        self,
+        ids: Sequence[int],
+        config: SynthesisConfig,
+        *,
+        fast_start: bool = False,
+        windows: Windows | None = None,
+        on_frames: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[np.ndarray, bool]]:
         """Raw audio of one sentence in windows (split voices), each with "is it the last";
         concatenated, equal to :meth:`infer`'s (``fast_start``: see :mod:`.fast_start`).
@@ -253,8 +274,7 @@ class PiperVoice:
         first, then the whole sentence's."""
         assert self.split is not None
         options = self.streaming or StreamingOptions()
-        windows = windows or Windows(options.first_frames, options.growth,
-                                     options.fast_start_ids if fast_start else 0)
+        windows = windows or Windows(options.first_frames, options.growth, options.fast_start_ids if fast_start else 0)
         if self.split.durations and fast_start_applies(len(ids), windows.prefix):
             fast = stream_fast(self, ids, config, options, windows, on_frames)
             if fast is not None:
@@ -311,8 +331,9 @@ class PiperVoice:
             # to this process's heap (issue 13: a long text's peak stayed for good).
             return_free_heap()
 
-    def _synthesize(self, text: str | Prepared, config: SynthesisConfig | None, stream: bool | None,
-                    first: int) -> Iterator[AudioChunk]:
+    def _synthesize(
+        self, text: str | Prepared, config: SynthesisConfig | None, stream: bool | None, first: int
+    ) -> Iterator[AudioChunk]:
         config = config or SynthesisConfig()
         streamed = (self.streaming is not None) if stream is None else (stream and self.split is not None)
         plan = self.frontend.plan(text)
@@ -339,14 +360,26 @@ class PiperVoice:
         """``plan`` as :mod:`.lead` sees it: each sentence's ids and where its words end, each
         pause's length."""
         ids = [[] if isinstance(item, Pause) else self.frontend.phoneme_ids(item.phonemes) for item in plan]
-        return [Item(pause_s=item.seconds) if isinstance(item, Pause) else
-                Item(ids=len(ids[index]), rate=item.rate, first_in_text=index == fast_index,
-                     word_ends=word_ends(ids[index], self.config.space_id))
-                for index, item in enumerate(plan)]
+        return [
+            Item(pause_s=item.seconds)
+            if isinstance(item, Pause)
+            else Item(
+                ids=len(ids[index]),
+                rate=item.rate,
+                first_in_text=index == fast_index,
+                word_ends=word_ends(ids[index], self.config.space_id),
+            )
+            for index, item in enumerate(plan)
+        ]
 
-    def _chunks(self, plan: Sequence[Sentence | Pause], first: int, config: SynthesisConfig,
-                windows: Sequence[Windows | None], tell: Callable[[int], Callable[[int, int], None]],
-                ) -> Iterator[AudioChunk]:
+    def _chunks(
+        self,
+        plan: Sequence[Sentence | Pause],
+        first: int,
+        config: SynthesisConfig,
+        windows: Sequence[Windows | None],
+        tell: Callable[[int], Callable[[int, int], None]],
+    ) -> Iterator[AudioChunk]:
         """The chunks of ``plan`` from item ``first`` on; ``tell(index)`` is told each streamed
         sentence's (frames, of how many ids) as its fronts run (:meth:`stream`)."""
         for index, item in enumerate(plan):
@@ -360,7 +393,11 @@ class PiperVoice:
                 yield from self._speak(item, index, config, schedule, tell(index))
 
     def _speak(
-        self, sentence: Sentence, index: int, config: SynthesisConfig, windows: Windows | None,
+        self,
+        sentence: Sentence,
+        index: int,
+        config: SynthesisConfig,
+        windows: Windows | None,
         on_frames: Callable[[int, int], None] | None = None,
     ) -> Iterator[AudioChunk]:
         """The chunks of one sentence: its ``windows`` (streamed) or the whole of it (None)."""

@@ -144,4 +144,3 @@ class SeamJoiner:
             self._held = piece[piece.size - 2 * half :].copy()
             piece = piece[: piece.size - 2 * half]
         return piece
-

@@ -26,8 +26,14 @@ from edgetts.config import Config
 
 #: Object id of each entity and its component.
 COMPONENTS: dict[str, str] = {
-    "announce": "notify", "message": "text", "state": "sensor", "queue_depth": "sensor",
-    "last_announcement": "sensor", "degraded": "binary_sensor", "test": "button", "stop": "button",
+    "announce": "notify",
+    "message": "text",
+    "state": "sensor",
+    "queue_depth": "sensor",
+    "last_announcement": "sensor",
+    "degraded": "binary_sensor",
+    "test": "button",
+    "stop": "button",
     "voice": "select",
 }
 
@@ -55,9 +61,14 @@ class Topics:
     @staticmethod
     def of(config: Config) -> Topics:
         base = config.base_topic
-        return Topics(status=config.status_topic, events=config.events_topic, announce=f"{base}/announce",
-                      control=f"{base}/control", voice=f"{base}/homeassistant/voice",
-                      state=f"{base}/homeassistant/state")
+        return Topics(
+            status=config.status_topic,
+            events=config.events_topic,
+            announce=f"{base}/announce",
+            control=f"{base}/control",
+            voice=f"{base}/homeassistant/voice",
+            state=f"{base}/homeassistant/state",
+        )
 
 
 def node_id(config: Config) -> str:
@@ -72,61 +83,125 @@ def configs(config: Config) -> dict[str, dict[str, Any]]:
     """Every entity's discovery config by its config topic."""
     t = Topics.of(config)
     node = node_id(config)
-    device = {"identifiers": [node], "name": config.homeassistant.name or f"edgetts {config.device.id}",
-              "manufacturer": "edgetts", "model": "offline announcer", "sw_version": __version__}
+    out = {}
+    for object_id, entity in _entities(config, t, node).items():
+        # The entity id: `default_entity_id` for newer HA releases (`object_id` stops working in 2026.4),
+        # `object_id` for older releases (which ignore the newer key).
+        out[config_topic(config, object_id)] = {
+            **entity,
+            "unique_id": f"{node}_{object_id}",
+            "object_id": f"{node}_{object_id}",
+            "default_entity_id": f"{COMPONENTS[object_id]}.{node}_{object_id}",
+            **_common(config, t, node),
+        }
+    return out
+
+
+def _common(config: Config, t: Topics, node: str) -> dict[str, Any]:
+    """What every entity's config carries: the device it belongs to and its availability."""
+    device = {
+        "identifiers": [node],
+        "name": config.homeassistant.name or f"edgetts {config.device.id}",
+        "manufacturer": "edgetts",
+        "model": "offline announcer",
+        "sw_version": __version__,
+    }
     common = {
         "device": device,
-        "availability": [{"topic": t.status, "value_template": "{{ value_json.state }}",
-                          "payload_available": "online", "payload_not_available": "offline"}],
+        "availability": [
+            {
+                "topic": t.status,
+                "value_template": "{{ value_json.state }}",
+                "payload_available": "online",
+                "payload_not_available": "offline",
+            }
+        ],
     }
+    return common
+
+
+def _entities(config: Config, t: Topics, node: str) -> dict[str, dict[str, Any]]:
+    """Each entity's own part of its config, by object id."""
     voices = list(config.all_voices())
     message = _message_template(f"select.{node}_voice", voices)
     chime = config.homeassistant.test_chime
     test = {"text": TEST_TEXT, **({"chime": chime} if chime else {})}
     entities: dict[str, dict[str, Any]] = {
         "announce": {"name": "Announce", "command_topic": t.announce, "command_template": message},
-        "message": {"name": "Message", "command_topic": t.announce, "command_template": message,
-                    "mode": "text", "max": 255, "icon": "mdi:bullhorn"},
-        "state": {"name": "State", "state_topic": t.status, "value_template": _status_state(),
-                  "icon": "mdi:account-voice"},
-        "queue_depth": {"name": "Queue depth", "state_topic": t.status, "value_template":
-                        "{{ value_json.queue_depth }}", "state_class": "measurement", "icon": "mdi:tray-full"},
-        "last_announcement": {"name": "Last announcement", "state_topic": t.state,
-                              "value_template": "{{ value_json.last_announcement }}",
-                              "json_attributes_topic": t.state,
-                              "json_attributes_template": "{{ value_json.last | tojson }}",
-                              "icon": "mdi:message-text-clock"},
-        "degraded": {"name": "Degraded", "state_topic": t.status, "device_class": "problem",
-                     "value_template": "{{ 'ON' if value_json.degraded else 'OFF' }}",
-                     "json_attributes_topic": t.state,
-                     "json_attributes_template": "{{ value_json.degraded | tojson }}"},
-        "test": {"name": "Test chime", "command_topic": t.announce, "payload_press": json.dumps(test),
-                 "icon": "mdi:bell-ring"},
-        "stop": {"name": "Stop", "command_topic": t.control, "payload_press": json.dumps({"cmd": "stop"}),
-                 "icon": "mdi:stop"},
-        "voice": {"name": "Voice", "command_topic": t.voice, "state_topic": t.voice, "retain": True,
-                  "options": voices, "icon": "mdi:account-voice"},
+        "message": {
+            "name": "Message",
+            "command_topic": t.announce,
+            "command_template": message,
+            "mode": "text",
+            "max": 255,
+            "icon": "mdi:bullhorn",
+        },
+        "state": {
+            "name": "State",
+            "state_topic": t.status,
+            "value_template": _status_state(),
+            "icon": "mdi:account-voice",
+        },
+        "queue_depth": {
+            "name": "Queue depth",
+            "state_topic": t.status,
+            "value_template": "{{ value_json.queue_depth }}",
+            "state_class": "measurement",
+            "icon": "mdi:tray-full",
+        },
+        "last_announcement": {
+            "name": "Last announcement",
+            "state_topic": t.state,
+            "value_template": "{{ value_json.last_announcement }}",
+            "json_attributes_topic": t.state,
+            "json_attributes_template": "{{ value_json.last | tojson }}",
+            "icon": "mdi:message-text-clock",
+        },
+        "degraded": {
+            "name": "Degraded",
+            "state_topic": t.status,
+            "device_class": "problem",
+            "value_template": "{{ 'ON' if value_json.degraded else 'OFF' }}",
+            "json_attributes_topic": t.state,
+            "json_attributes_template": "{{ value_json.degraded | tojson }}",
+        },
+        "test": {
+            "name": "Test chime",
+            "command_topic": t.announce,
+            "payload_press": json.dumps(test),
+            "icon": "mdi:bell-ring",
+        },
+        "stop": {
+            "name": "Stop",
+            "command_topic": t.control,
+            "payload_press": json.dumps({"cmd": "stop"}),
+            "icon": "mdi:stop",
+        },
+        "voice": {
+            "name": "Voice",
+            "command_topic": t.voice,
+            "state_topic": t.voice,
+            "retain": True,
+            "options": voices,
+            "icon": "mdi:account-voice",
+        },
     }
-    out = {}
-    for object_id, entity in entities.items():
-        # The entity id: `default_entity_id` for newer HA releases (`object_id` stops working in 2026.4),
-        # `object_id` for older releases (which ignore the newer key).
-        out[config_topic(config, object_id)] = {
-            **entity, "unique_id": f"{node}_{object_id}", "object_id": f"{node}_{object_id}",
-            "default_entity_id": f"{COMPONENTS[object_id]}.{node}_{object_id}", **common,
-        }
-    return out
+    return entities
 
 
 def _message_template(select_entity: str, voices: list[str]) -> str:
     # The select's state names the voice; before a choice (unknown) the daemon's default speaks.
-    return ("{% set v = states('" + select_entity + "') %}"
-            "{{ ({'text': value, 'voice': v} if v in " + json.dumps(voices) + " else {'text': value}) | tojson }}")
+    return (
+        "{% set v = states('" + select_entity + "') %}"
+        "{{ ({'text': value, 'voice': v} if v in " + json.dumps(voices) + " else {'text': value}) | tojson }}"
+    )
 
 
 def _status_state() -> str:
-    return ("{% if value_json.state != 'online' %}offline{% elif value_json.current %}speaking"
-            "{% elif value_json.degraded %}degraded{% else %}idle{% endif %}")
+    return (
+        "{% if value_json.state != 'online' %}offline{% elif value_json.current %}speaking"
+        "{% elif value_json.degraded %}degraded{% else %}idle{% endif %}"
+    )
 
 
 __all__ = ["COMPONENTS", "TEST_TEXT", "Topics", "config_topic", "configs", "node_id", "slug"]

@@ -60,15 +60,17 @@ class HomeAssistantService:
         for topic, payload in self._configs.items():
             self._ctx.publish(topic, json.dumps(payload).encode("utf-8"), True)
         self._publish_state()
-        _LOGGER.info("home assistant discovery: %d entities under %s", len(self._configs),
-                     self._config.homeassistant.prefix)
+        _LOGGER.info(
+            "home assistant discovery: %d entities under %s", len(self._configs), self._config.homeassistant.prefix
+        )
 
     def _remove_stale(self) -> None:
         """Empty retained configs for what an earlier run (another device id or name) published."""
         path = self._state_path()
         if path is None:
-            _LOGGER.info("home assistant: no state folder (queue/state_dir): a renamed device's old "
-                         "entities cannot be removed")
+            _LOGGER.info(
+                "home assistant: no state folder (queue/state_dir): a renamed device's old entities cannot be removed"
+            )
             return
         try:
             before = json.loads(path.read_text(encoding="utf-8")).get("topics", [])

@@ -56,8 +56,9 @@ def _split_zone(body: bytes) -> tuple[bytes, str, dict[str, Any] | None]:
     if not isinstance(obj, dict) or "zone" not in obj:
         return body, "device", None
     zone = obj.pop("zone")
-    if not isinstance(zone, str) or not (zone in ("device", "all") or (
-            zone.startswith("group:") and NAME_RE.match(zone[6:]))):
+    if not isinstance(zone, str) or not (
+        zone in ("device", "all") or (zone.startswith("group:") and NAME_RE.match(zone[6:]))
+    ):
         raise Problem(400, "zone must be device, all or group:<name>")
     return json.dumps(obj, ensure_ascii=False).encode(), zone, obj
 
@@ -131,8 +132,7 @@ def _queue_view(c: Console) -> dict[str, Any]:
     status = c.pump.status or {}
     snapshot = getattr(c.ctx, "queue", None)
     entries = list(snapshot()) if callable(snapshot) else []
-    return {"current": status.get("current"), "queue_depth": status.get("queue_depth", len(entries)),
-            "queue": entries}
+    return {"current": status.get("current"), "queue_depth": status.get("queue_depth", len(entries)), "queue": entries}
 
 
 def _known_ids(c: Console) -> set[str]:
@@ -175,8 +175,11 @@ async def clip_wav(request: Request) -> Response:
         raise Problem(404, f"no clip {name!r}")
     # what the device plays: the file at the library's rate and loudness gain
     pcm = float_to_int16(np.asarray(clip.audio, dtype=np.float32) * np.float32(clip.gain))
-    return Response(wav_bytes(pcm, clip.rate), media_type="audio/wav",
-                    headers={"cache-control": "no-store", "content-disposition": f'inline; filename="{name}.wav"'})
+    return Response(
+        wav_bytes(pcm, clip.rate),
+        media_type="audio/wav",
+        headers={"cache-control": "no-store", "content-disposition": f'inline; filename="{name}.wav"'},
+    )
 
 
 async def voices(request: Request) -> Response:
@@ -184,9 +187,16 @@ async def voices(request: Request) -> Response:
     out = []
     for name, settings in assets.config.all_voices().items():
         voice = assets.voices.get(name)
-        out.append({"name": name, "default": name == assets.config.voice.name, "loaded": voice is not None,
-                    "sample_rate": None if voice is None else voice.sample_rate,
-                    "streaming": settings.streaming, "error": assets.voice_errors.get(name)})
+        out.append(
+            {
+                "name": name,
+                "default": name == assets.config.voice.name,
+                "loaded": voice is not None,
+                "sample_rate": None if voice is None else voice.sample_rate,
+                "streaming": settings.streaming,
+                "error": assets.voice_errors.get(name),
+            }
+        )
     return _json({"default": assets.config.voice.name, "voices": out})
 
 
@@ -195,9 +205,19 @@ async def cache(request: Request) -> Response:
     if phrases is None:
         return _json({"enabled": False})
     s = phrases.stats
-    return _json({"enabled": True, "entries": len(phrases), "bytes": phrases.total_bytes,
-                  "max_bytes": phrases.max_bytes, "hits": s.hits, "misses": s.misses, "writes": s.writes,
-                  "evictions": s.evictions, "corrupt": s.corrupt})
+    return _json(
+        {
+            "enabled": True,
+            "entries": len(phrases),
+            "bytes": phrases.total_bytes,
+            "max_bytes": phrases.max_bytes,
+            "hits": s.hits,
+            "misses": s.misses,
+            "writes": s.writes,
+            "evictions": s.evictions,
+            "corrupt": s.corrupt,
+        }
+    )
 
 
 SECRET_KEYS = ("password",)
@@ -231,9 +251,23 @@ async def events(request: Request) -> Response:
         async for item in c.pump.stream():
             yield ": keep-alive\n\n" if item is None else f"event: {item.kind}\ndata: {dumps(item.payload)}\n\n"
 
-    return StreamingResponse(lines(), media_type="text/event-stream",
-                             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+    return StreamingResponse(
+        lines(), media_type="text/event-stream", headers={"cache-control": "no-store", "x-accel-buffering": "no"}
+    )
 
 
-__all__ = ["announce", "cache", "cancel", "clip_wav", "clips", "config", "events", "queue", "recent", "redacted",
-           "status", "stop", "voices"]
+__all__ = [
+    "announce",
+    "cache",
+    "cancel",
+    "clip_wav",
+    "clips",
+    "config",
+    "events",
+    "queue",
+    "recent",
+    "redacted",
+    "status",
+    "stop",
+    "voices",
+]

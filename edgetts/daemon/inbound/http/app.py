@@ -18,8 +18,10 @@ from edgetts.daemon.inbound.http.openapi import document
 ASSETS = {"console.js": "text/javascript", "console.css": "text/css", "favicon.svg": "image/svg+xml"}
 """The page's files (edgetts/daemon/inbound/http/static/); a request names one of these or gets 404."""
 
-_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
-        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
 
 
 def _asset(name: str) -> bytes:
@@ -27,8 +29,13 @@ def _asset(name: str) -> bytes:
 
 
 def _page_headers() -> dict[str, str]:
-    return {"content-security-policy": _CSP, "x-content-type-options": "nosniff", "x-frame-options": "DENY",
-            "referrer-policy": "no-referrer", "cache-control": "no-cache"}
+    return {
+        "content-security-policy": _CSP,
+        "x-content-type-options": "nosniff",
+        "x-frame-options": "DENY",
+        "referrer-policy": "no-referrer",
+        "cache-control": "no-cache",
+    }
 
 
 async def index(_request: Request) -> Response:
@@ -84,8 +91,9 @@ ROUTES = [
 
 def build_app(c: Console) -> App:
     """The app behind its gate (the gate's checks run before any route)."""
-    app = Starlette(routes=ROUTES, exception_handlers={
-        Problem: problem_response, 404: not_found, 405: not_allowed, 500: crashed})
+    app = Starlette(
+        routes=ROUTES, exception_handlers={Problem: problem_response, 404: not_found, 405: not_allowed, 500: crashed}
+    )
     app.state.console = c
     return Gate(app, c.access, RateLimit(c.settings.rate_per_min), c.settings.max_body_bytes)
 

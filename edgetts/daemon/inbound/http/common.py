@@ -87,10 +87,20 @@ def wav_header(rate: int, data_bytes: int | None = None) -> bytes:
     """A 16-bit mono WAV header; ``data_bytes`` None = streamed (sizes unknown: 0xFFFFFFFF, read to the end)."""
     size = 0xFFFFFFFF if data_bytes is None else data_bytes
     riff = 0xFFFFFFFF if data_bytes is None else 36 + data_bytes
-    return (b"RIFF" + riff.to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
-            + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + rate.to_bytes(4, "little")
-            + (rate * 2).to_bytes(4, "little") + (2).to_bytes(2, "little") + (16).to_bytes(2, "little")
-            + b"data" + size.to_bytes(4, "little"))
+    return (
+        b"RIFF"
+        + riff.to_bytes(4, "little")
+        + b"WAVEfmt "
+        + (16).to_bytes(4, "little")
+        + (1).to_bytes(2, "little")
+        + (1).to_bytes(2, "little")
+        + rate.to_bytes(4, "little")
+        + (rate * 2).to_bytes(4, "little")
+        + (2).to_bytes(2, "little")
+        + (16).to_bytes(2, "little")
+        + b"data"
+        + size.to_bytes(4, "little")
+    )
 
 
 def wav_bytes(pcm: np.ndarray, rate: int) -> bytes:
@@ -108,5 +118,4 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Console", "Problem", "console", "json_object", "problem_response", "read_body", "wav_bytes",
-           "wav_header"]
+__all__ = ["Console", "Problem", "console", "json_object", "problem_response", "read_body", "wav_bytes", "wav_header"]

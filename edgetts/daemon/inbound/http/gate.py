@@ -40,9 +40,18 @@ class BodyTooLarge(Exception):
 
 async def reply(send: Send, status: int, obj: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(obj).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"), *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -154,14 +163,17 @@ class Gate:
         if path == "/api/login":
             return None if _same_origin(scope) else (403, {"error": "cross-origin login refused"}, [])
         if auth is None:
-            return 401, {"error": "log in first (POST /api/login) or send Authorization: Bearer <token>"}, [
-                (b"www-authenticate", b'Bearer realm="edgetts"')]
+            return (
+                401,
+                {"error": "log in first (POST /api/login) or send Authorization: Bearer <token>"},
+                [(b"www-authenticate", b'Bearer realm="edgetts"')],
+            )
         if method in SAFE_METHODS or auth == "token":
             return None
         return self._csrf(scope, session)
 
     def _auth(self, scope: Scope, session: Session | None) -> str | None:
-        """"token", "session", "open" (no credentials configured), or None (not authenticated)."""
+        """ "token", "session", "open" (no credentials configured), or None (not authenticated)."""
         bearer = header(scope, b"authorization")
         if bearer is not None and bearer[:7].lower() == "bearer " and self.access.token_ok(bearer[7:].strip()):
             return "token"

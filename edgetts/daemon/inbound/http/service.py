@@ -88,24 +88,42 @@ class HttpService:
         self._pump = FeedPump(ctx.feed)
         c = Console(ctx, s, Access(credentials, s.session_ttl_s), self._pump, tls=s.certfile is not None)
         config = uvicorn.Config(
-            build_app(c), log_config=None, access_log=False, lifespan="off", server_header=False,
-            ssl_certfile=s.certfile, ssl_keyfile=s.keyfile, limit_concurrency=MAX_CONNECTIONS,
-            h11_max_incomplete_event_size=MAX_HEADER_BYTES, timeout_keep_alive=5, timeout_graceful_shutdown=2,
-            http="h11", loop="asyncio", ws="none")
+            build_app(c),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            ssl_certfile=s.certfile,
+            ssl_keyfile=s.keyfile,
+            limit_concurrency=MAX_CONNECTIONS,
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=2,
+            http="h11",
+            loop="asyncio",
+            ws="none",
+        )
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(target=self._run, args=(server, sock, c), name="edgetts-http", daemon=True)
         self._thread.start()
         scheme = "https" if c.tls else "http"
-        _LOGGER.info("console on %s://%s (%s)", scheme, s.listen if s.listen[-2:] != ":0" else self.address,
-                     "open on loopback" if credentials.open else "login required")
+        _LOGGER.info(
+            "console on %s://%s (%s)",
+            scheme,
+            s.listen if s.listen[-2:] != ":0" else self.address,
+            "open on loopback" if credentials.open else "login required",
+        )
 
     def _run(self, server: object, sock: socket.socket, c: Console) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         # its own workers for the waits on side streams, so the console never starves another's pool
-        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.settings.max_tts_jobs + 4, thread_name_prefix="edgetts-http-wait"))
+        loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.settings.max_tts_jobs + 4, thread_name_prefix="edgetts-http-wait"
+            )
+        )
         c.loop = loop
         assert self._pump is not None
         self._pump.start(loop)

@@ -21,14 +21,19 @@ def _with_cookie(c: Console, body: dict[str, object], sid: str | None) -> JSONRe
     if sid is None:
         response.delete_cookie(COOKIE, path="/", secure=c.tls, httponly=True, samesite="strict")
     else:
-        response.set_cookie(COOKIE, sid, max_age=int(c.settings.session_ttl_s), path="/", secure=c.tls,
-                            httponly=True, samesite="strict")
+        response.set_cookie(
+            COOKIE, sid, max_age=int(c.settings.session_ttl_s), path="/", secure=c.tls, httponly=True, samesite="strict"
+        )
     return response
 
 
 def _body(c: Console, session: Session | None, auth: str | None) -> dict[str, object]:
-    return {"auth_required": not c.access.credentials.open, "authenticated": auth is not None,
-            "csrf": None if session is None else session.csrf, "how": auth}
+    return {
+        "auth_required": not c.access.credentials.open,
+        "authenticated": auth is not None,
+        "csrf": None if session is None else session.csrf,
+        "how": auth,
+    }
 
 
 async def session(request: Request) -> Response:
@@ -46,7 +51,7 @@ async def session(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     c = console(request)
-    client = (request.client.host if request.client else "?")
+    client = request.client.host if request.client else "?"
     wait = c.access.wait_s(client)
     if wait > 0:  # refused unread: the back-off holds for a right password too
         raise Problem(429, f"too many failed logins: wait {wait:.0f} s", retry_after=int(wait) + 1)

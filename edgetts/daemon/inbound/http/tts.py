@@ -35,8 +35,11 @@ _LOGGER = logging.getLogger(__name__)
 WAIT_S = 1.0
 """Each wait for a chunk is this long at most, so a client gone is noticed (and its stream dropped)."""
 
-_RANGES: dict[str, tuple[float, float]] = {"length_scale": (0.1, 10.0), "noise_scale": (0.0, 2.0),
-                                           "noise_w": (0.0, 2.0)}
+_RANGES: dict[str, tuple[float, float]] = {
+    "length_scale": (0.1, 10.0),
+    "noise_scale": (0.0, 2.0),
+    "noise_w": (0.0, 2.0),
+}
 _KEYS = {"text", "voice", "length_scale", "noise_scale", "noise_w", "speaker_id"}
 
 
@@ -96,8 +99,7 @@ def _text(value: Any, assets: Assets) -> Prepared:
 
 def _claim(c: Console) -> None:
     if c.tts_open >= c.settings.max_tts_jobs:
-        raise Problem(503, f"{c.tts_open} syntheses running (http/max_tts_jobs); try again shortly",
-                      retry_after=1)
+        raise Problem(503, f"{c.tts_open} syntheses running (http/max_tts_jobs); try again shortly", retry_after=1)
 
 
 def _open(c: Console, req: SideRequest, text: Prepared) -> SideStream:
@@ -158,9 +160,15 @@ async def tts(request: Request) -> Response:
             stream.close()
             c.tts_open -= 1
 
-    return StreamingResponse(body(), media_type="audio/wav", headers={
-        "cache-control": "no-store", "x-edgetts-voice": req.voice_name,
-        "x-edgetts-sample-rate": str(first.sample_rate)})
+    return StreamingResponse(
+        body(),
+        media_type="audio/wav",
+        headers={
+            "cache-control": "no-store",
+            "x-edgetts-voice": req.voice_name,
+            "x-edgetts-sample-rate": str(first.sample_rate),
+        },
+    )
 
 
 async def batch(request: Request) -> Response:
@@ -181,8 +189,11 @@ async def batch(request: Request) -> Response:
                 archive.writestr(f"{number:04d}.wav", await _synthesize(c, req, text))
     finally:
         c.tts_open -= 1
-    return Response(out.getvalue(), media_type="application/zip", headers={
-        "cache-control": "no-store", "content-disposition": 'attachment; filename="tts.zip"'})
+    return Response(
+        out.getvalue(),
+        media_type="application/zip",
+        headers={"cache-control": "no-store", "content-disposition": 'attachment; filename="tts.zip"'},
+    )
 
 
 async def _synthesize(c: Console, req: SideRequest, text: Prepared) -> bytes:

@@ -24,8 +24,7 @@ _LOGGER = logging.getLogger(__name__)
 #: The label its events and logs show (the audio itself is what plays).
 LABEL = "Wyoming announcement"
 
-_ENDED = {"finished": None, "failed": "failed", "cancelled": "cancelled", "expired": "expired",
-          "rejected": "rejected"}
+_ENDED = {"finished": None, "failed": "failed", "cancelled": "cancelled", "expired": "expired", "rejected": "rejected"}
 
 #: Longest wait for its end, seconds: the default time to live and then some.
 _MAX_WAIT_S = 900.0

@@ -15,8 +15,13 @@ def service_info(name: str, address: str, port: int) -> Any:
     """The zeroconf record of ``name`` at ``address``:``port``."""
     from zeroconf.asyncio import AsyncServiceInfo
 
-    return AsyncServiceInfo(SERVICE_TYPE, f"{name}.{SERVICE_TYPE}", addresses=[socket.inet_aton(address)],
-                            port=port, properties={"edgetts": "1"})
+    return AsyncServiceInfo(
+        SERVICE_TYPE,
+        f"{name}.{SERVICE_TYPE}",
+        addresses=[socket.inet_aton(address)],
+        port=port,
+        properties={"edgetts": "1"},
+    )
 
 
 def reachable_address(host: str) -> str:

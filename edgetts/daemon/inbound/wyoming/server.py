@@ -58,9 +58,19 @@ class WyomingServer:
     satellite only (an assist_satellite entity, no TTS from it): TTS and announcements need an
     entry each.  Both are served by this one loop, so ``max_jobs`` holds for them together."""
 
-    def __init__(self, uri: str, assets: Callable[[], Assets], side: Any, *, limits: Limits | None = None,
-                 inbound: Inbound | None = None, zeroconf_name: str | None = None, max_jobs: int = 2,
-                 backlog: int = 16, satellite: tuple[str, Satellite] | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        assets: Callable[[], Assets],
+        side: Any,
+        *,
+        limits: Limits | None = None,
+        inbound: Inbound | None = None,
+        zeroconf_name: str | None = None,
+        max_jobs: int = 2,
+        backlog: int = 16,
+        satellite: tuple[str, Satellite] | None = None,
+    ) -> None:
         self.uri = uri
         self._satellite = satellite
         self._satellite_server: asyncio.AbstractServer | None = None
@@ -118,14 +128,20 @@ class WyomingServer:
             uri, satellite = self._satellite
             try:
                 self._satellite_server, self.satellite_address = await self._bind(
-                    uri, functools.partial(self._client, satellite=satellite))
+                    uri, functools.partial(self._client, satellite=satellite)
+                )
             except EdgeTTSError:
                 self._server.close()
                 raise
             services.append((f"{self._zeroconf_name}-satellite", uri, self.satellite_address))
         if self._zeroconf_name is not None:
-            await self._advertise([(n or "edgetts", urlparse(u).hostname or "", a[1]) for n, u, a in services
-                                   if urlparse(u).scheme == "tcp"])
+            await self._advertise(
+                [
+                    (n or "edgetts", urlparse(u).hostname or "", a[1])
+                    for n, u, a in services
+                    if urlparse(u).scheme == "tcp"
+                ]
+            )
 
     async def _bind(self, uri: str, handler: Any) -> tuple[asyncio.AbstractServer, Any]:
         parsed = urlparse(uri)
@@ -136,8 +152,9 @@ class WyomingServer:
                 Path(parsed.path).unlink(missing_ok=True)
                 return await asyncio.start_unix_server(handler, path=parsed.path, limit=limit), parsed.path
             if parsed.scheme == "tcp" and parsed.hostname and parsed.port is not None:
-                server = await asyncio.start_server(handler, host=parsed.hostname, port=parsed.port,
-                                                    limit=limit, reuse_address=True)
+                server = await asyncio.start_server(
+                    handler, host=parsed.hostname, port=parsed.port, limit=limit, reuse_address=True
+                )
                 return server, server.sockets[0].getsockname()[:2]
         except OSError as exc:
             raise EdgeTTSError(f"wyoming: cannot listen on {uri}: {exc.strerror or exc}") from None
@@ -151,8 +168,9 @@ class WyomingServer:
         except (OSError, EdgeTTSError) as exc:
             _LOGGER.warning("wyoming: not advertised over zeroconf: %s", exc)
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      satellite: Satellite | None = None) -> None:
+    async def _client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, satellite: Satellite | None = None
+    ) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the first chunk leaves at once

@@ -27,9 +27,17 @@ class WyomingService:
     def start(self, ctx: Any) -> None:
         s = self._config.wyoming
         zeroconf = (s.zeroconf_name or f"edgetts-{self._config.device.id}") if s.zeroconf else None
-        self._server = WyomingServer(s.uri, ctx.assets, ctx.side, limits=Limits(s.max_header_bytes,
-                                     s.max_payload_bytes), inbound=self._inbound(ctx), zeroconf_name=zeroconf,
-                                     max_jobs=s.max_jobs, backlog=s.backlog, satellite=self._satellite())
+        self._server = WyomingServer(
+            s.uri,
+            ctx.assets,
+            ctx.side,
+            limits=Limits(s.max_header_bytes, s.max_payload_bytes),
+            inbound=self._inbound(ctx),
+            zeroconf_name=zeroconf,
+            max_jobs=s.max_jobs,
+            backlog=s.backlog,
+            satellite=self._satellite(),
+        )
         self._server.start()  # EdgeTTSError (address in use): the loop shows it in `degraded`
 
     def _satellite(self) -> tuple[str, Satellite] | None:

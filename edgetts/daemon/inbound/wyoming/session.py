@@ -105,16 +105,27 @@ class Backend(Protocol):
 
 
 def _codes(exc: Exception) -> str:
-    return {"SideBusy": "busy", "Busy": "busy", "NoSuchVoice": "unknown-voice", "PayloadError": "bad-request",
-            "UnspeakableTextError": "unspeakable"}.get(type(exc).__name__, "synthesis-failed")
+    return {
+        "SideBusy": "busy",
+        "Busy": "busy",
+        "NoSuchVoice": "unknown-voice",
+        "PayloadError": "bad-request",
+        "UnspeakableTextError": "unspeakable",
+    }.get(type(exc).__name__, "synthesis-failed")
 
 
 class Session:
     """Reads one client's events until it leaves; at most one request runs at a time."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, backend: Backend,
-                 limits: Limits, on_close: Callable[[Session], None] | None = None,
-                 satellite: Satellite | None = None) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        backend: Backend,
+        limits: Limits,
+        on_close: Callable[[Session], None] | None = None,
+        satellite: Satellite | None = None,
+    ) -> None:
         self._reader, self._writer, self._backend, self._limits = reader, writer, backend, limits
         self._on_close = on_close
         self._satellite = satellite
@@ -226,8 +237,9 @@ class Session:
                         await self._audio_start(picked)
                         started = True
                     pcm = chunk.to_int16().tobytes()
-                    await write_event(AudioChunk(rate=picked.voice.sample_rate, width=2, channels=1,
-                                                 audio=pcm).event(), self._writer)
+                    await write_event(
+                        AudioChunk(rate=picked.voice.sample_rate, width=2, channels=1, audio=pcm).event(), self._writer
+                    )
             finally:
                 stream.close()  # a client gone mid-stream: nothing more is synthesized for it
         return started

@@ -72,14 +72,24 @@ def info(assets: Assets, satellite: Satellite | None = None) -> Info:
     voices = []
     for name, voice in assets.voices.items():
         spk = speakers(voice)
-        voices.append(TtsVoice(
-            name=name, attribution=_ATTRIBUTION, installed=True, version=None,
-            description=f"{voice.name} ({voice.sample_rate} Hz)", languages=languages(voice),
-            speakers=[TtsVoiceSpeaker(name=s) for s in spk] or None,
-        ))
+        voices.append(
+            TtsVoice(
+                name=name,
+                attribution=_ATTRIBUTION,
+                installed=True,
+                version=None,
+                description=f"{voice.name} ({voice.sample_rate} Hz)",
+                languages=languages(voice),
+                speakers=[TtsVoiceSpeaker(name=s) for s in spk] or None,
+            )
+        )
     program = TtsProgram(
-        name="edgetts", attribution=_ATTRIBUTION, installed=True, version=__version__,
-        description="edgetts: offline neural announcer (Piper voices on the CPU)", voices=voices,
+        name="edgetts",
+        attribution=_ATTRIBUTION,
+        installed=True,
+        version=__version__,
+        description="edgetts: offline neural announcer (Piper voices on the CPU)",
+        voices=voices,
         supports_synthesize_streaming=True,
     )
     return Info(tts=[program], satellite=satellite)
@@ -88,9 +98,16 @@ def info(assets: Assets, satellite: Satellite | None = None) -> Info:
 def satellite(name: str, area: str | None = None) -> Satellite:
     """What a satellite listener says it is: a speaker that takes announcements.  No microphone and
     no wake word, so Home Assistant never starts a voice pipeline from it; it only announces."""
-    return Satellite(name=name, attribution=_ATTRIBUTION, installed=True, version=__version__,
-                     description="edgetts: plays what Home Assistant announces through its queue",
-                     area=area, has_vad=False, supports_trigger=False)
+    return Satellite(
+        name=name,
+        attribution=_ATTRIBUTION,
+        installed=True,
+        version=__version__,
+        description="edgetts: plays what Home Assistant announces through its queue",
+        area=area,
+        has_vad=False,
+        supports_trigger=False,
+    )
 
 
 def pick(assets: Assets, wanted: SynthesizeVoice | None) -> Picked:
