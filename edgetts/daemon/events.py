@@ -14,7 +14,7 @@ from typing import Any
 from edgetts.daemon.admission.intake import escape
 from edgetts.daemon.admission.messages import Event
 from edgetts.daemon.health import Health
-from edgetts.daemon.inbound.mqtt import AckHandle
+from edgetts.daemon.inbound.message import AckHandle
 
 _LOGGER = logging.getLogger(__name__)
 

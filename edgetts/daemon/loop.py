@@ -54,7 +54,8 @@ from edgetts.daemon.assets import (
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.inbound.control import Control
-from edgetts.daemon.inbound.mqtt import Inbound, MqttLink
+from edgetts.daemon.inbound.message import Inbound
+from edgetts.daemon.inbound.mqtt import MqttLink
 from edgetts.daemon.inbound.services import EventFeed, Service, ServiceContext, Services, TapLink, build_services
 from edgetts.daemon.pacing.keepalive import Keepalive, keepalive_run
 from edgetts.daemon.pacing.speed import SpeedSample
@@ -125,7 +126,8 @@ class Daemon:
         self.config_path = None if config_path is None else Path(config_path)
         self._opts = options or DaemonOptions()
         self._notifier = self._opts.notifier or Notifier()
-        # Reentrant put: a signal handler runs inside the loop's get (a Queue deadlocked there).
+        # SimpleQueue: its put is reentrant, and the signal handlers put from inside the loop's
+        # own get. A queue.Queue deadlocked there on its mutex (a SIGTERM that never ended).
         self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._assets = Assets(config)
         self._health = Health(config.device.groups)
@@ -303,7 +305,10 @@ class Daemon:
         elif isinstance(msg, _RuntimeProblem):
             self._health.set(msg.what, msg.reason)
         elif isinstance(msg, _Connection):
-            self._health.update({"mqtt": None if msg.ok else msg.reason})
+            if msg.ok:
+                self._health.clear("mqtt")
+            else:
+                self._health.set("mqtt", msg.reason)
         elif isinstance(msg, SpeedSample):
             self._playout.degrade.on_sample(msg, self._assets)
         elif isinstance(msg, AssetsLoaded):
@@ -334,12 +339,15 @@ class Daemon:
     def _use(self, assets: Assets) -> None:
         """Swap in ``assets`` (for the next announcement; the one playing keeps its voice object)."""
         self._assets = assets
-        self._health.update(assets.problems)
+        self._health.apply_problems(assets.problems)
         # With memory.lock, the voices' weights must be in VmLck; say so once when not.
         reason = memory_problem(assets.config, assets.voices)
-        if reason is not None and self._health.get("memory") != reason:
-            _LOGGER.warning("%s", reason)
-        self._health.update({"memory": reason})
+        if reason is None:
+            self._health.clear("memory")
+        else:
+            if self._health.get("memory") != reason:
+                _LOGGER.warning("%s", reason)
+            self._health.set("memory", reason)
 
     def _reload(self) -> None:
         if self.config_path is None:
@@ -369,7 +377,10 @@ class Daemon:
             self.scheduler.reconfigure(new.queue.max_length, new.queue.dedup_window_s)
             if self._playout.player is not None:
                 self._playout.player.reconfigure(player_settings(new, msg.assets.default_rate))
-            self._health.update({"config": msg.note or None})
+            if msg.note:
+                self._health.set("config", msg.note)
+            else:
+                self._health.clear("config")
             _LOGGER.info("configuration reloaded from %s", self.config_path)
         self._health.changed()
         self._notifier.status(self._health.get("config") or "ready")

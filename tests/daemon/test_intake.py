@@ -25,7 +25,7 @@ from edgetts.daemon.admission.scheduler import Scheduler
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
-from edgetts.daemon.inbound.mqtt import AckHandle, Inbound
+from edgetts.daemon.inbound.message import AckHandle, Inbound
 
 from support.broker import Broker
 from support.pcm import assert_played
@@ -147,6 +147,37 @@ def test_a_failing_rejected_event_still_acknowledges() -> None:
     events.attach(link)
     assert admit(_inbound(b'{"id":"x","text":42}', mid=9), Assets(Config()), Scheduler(8, 60.0), [], events) is None
     assert link.acks == [AckHandle(9, 1, 1)]
+
+
+def test_a_service_message_has_nothing_to_acknowledge_and_an_id_of_its_own() -> None:
+    """HTTP and Wyoming messages carry no broker packet id: none is acknowledged, and two of them
+    with the same payload and no `id` are two announcements (ids from their serials)."""
+    from edgetts.daemon.admission.admit import message_id
+    from edgetts.daemon.inbound.services import service_inbound
+
+    link = _Link()
+    events = Events(Health())
+    events.attach(link)
+    scheduler = Scheduler(8, 60.0)
+    verdicts: list[Any] = []
+    first = service_inbound("test/x/announce", b"Mind the gap.", verdicts.append)
+    second = service_inbound("test/x/announce", b"Mind the gap.", verdicts.append)
+    assert first.ack is None and first.acks() == [] and first.serial != second.serial
+    assert message_id(first, scheduler, time.time()) != message_id(second, scheduler, time.time())
+    assert admit(first, Assets(Config()), scheduler, [], events) is not None
+    assert (
+        admit(
+            service_inbound("test/x/announce", b'{"id":"x","text":42}', verdicts.append),
+            Assets(Config()),
+            scheduler,
+            [],
+            events,
+        )
+        is None
+    )
+    assert [v.accepted for v in verdicts] == [True, False] and link.acks == []
+    # a broker's message keeps its packet id as what its redeliveries are known by
+    assert _inbound(b"Mind the gap.", mid=9).delivery == "9" and first.delivery == f"local-{first.serial}"
 
 
 def _publish_retained(broker: Broker, topic: str, payload: bytes) -> None:

@@ -14,7 +14,7 @@ from edgetts.daemon.admission.admit import message_id
 from edgetts.daemon.admission.dedup import FILE_NAME, DedupMemory, open_dedup_memory
 from edgetts.daemon.admission.scheduler import Scheduler
 from edgetts.daemon.health import Health
-from edgetts.daemon.inbound.mqtt import AckHandle, Inbound
+from edgetts.daemon.inbound.message import AckHandle, Inbound
 from edgetts.daemon.inbound.takeover import SESSION_TAKEN_OVER, TakeoverWatch
 
 T0 = 1_764_000_000.0

@@ -26,7 +26,7 @@ from edgetts.daemon.admission.scheduler import Entry, Scheduler
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
 from edgetts.daemon.inbound.control import Verdict
-from edgetts.daemon.inbound.mqtt import Inbound
+from edgetts.daemon.inbound.message import Inbound
 from edgetts.daemon.playout import sync
 from edgetts.daemon.playout.latency import HopStamps
 from edgetts.errors import UnspeakableTextError
@@ -103,7 +103,7 @@ def _refuse(msg: Inbound, events: Events, reason: str) -> None:
         events.publish(ident, "rejected", reason)
     except Exception:  # the event is lost; the message must still be acknowledged
         _LOGGER.error("rejected event not published", exc_info=True)
-    events.ack([msg.ack])
+    events.ack(msg.acks())
     tell(msg, Verdict(ident, False, reason))
 
 
@@ -140,16 +140,16 @@ def _place(
         tell(msg, Verdict(ann.id, True, "duplicate id: already queued, playing or played", duplicate=True))
         holder = next((entry for entry in held if entry.id == ann.id), None)
         if holder is not None:  # still queued or playing: ack with it when it ends
-            holder.acks.append(msg.ack)
+            holder.acks.extend(msg.acks())
         else:
-            events.ack([msg.ack])
+            events.ack(msg.acks())
         _LOGGER.info("duplicate id %s ignored", ann.id)
         return None
     entry = Entry(
         ann,
         msg.received_at,
         _expires_at(ann, msg, assets.config),
-        [msg.ack],
+        msg.acks(),
         received_mono=msg.received_mono,
         prepared=text,
         hops=hops,
@@ -243,13 +243,13 @@ def message_id(msg: Inbound, scheduler: Scheduler, now: float) -> str:
 
     The same for every delivery of one MQTT message, so a redelivery after an
     acknowledgement was lost (broker outage, restart: issue 13) is recognised as
-    a duplicate: a digest of topic, packet id and payload.  The broker reuses
+    a duplicate: a digest of topic, packet id (a service's message: its serial) and payload.  The broker reuses
     packet ids (after 65535 messages, or from 1 when it lost the session), so a
     first delivery (DUP flag clear) whose digest is already known is a new
     message that happens to look like an old one: it gets an id of its own.
     """
     digest = hashlib.blake2b(digest_size=8)
-    for part in (msg.topic.encode("utf-8", "surrogatepass"), str(msg.ack.mid).encode(), msg.payload):
+    for part in (msg.topic.encode("utf-8", "surrogatepass"), msg.delivery.encode(), msg.payload):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     if not msg.dup and scheduler.is_duplicate(digest.hexdigest(), now):

@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -30,9 +29,8 @@ from paho.mqtt.properties import Properties
 
 from edgetts.config import Config, MqttSettings
 from edgetts.daemon.admission.messages import Event
-from edgetts.daemon.inbound.control import Verdict
 from edgetts.daemon.inbound.credentials import CredentialError, secret_path
-from edgetts.daemon.inbound.ready_audio import ReadyAudio
+from edgetts.daemon.inbound.message import AckHandle, Inbound
 from edgetts.daemon.inbound.takeover import TakeoverWatch
 from edgetts.daemon.status import Status
 
@@ -59,35 +57,6 @@ def resolve_password(settings: MqttSettings, environ: dict[str, str] | None = No
     except (OSError, UnicodeDecodeError) as exc:
         raise MqttSetupError(f"cannot read the MQTT password from {path}: {exc}") from None
     return lines[0] if lines else ""
-
-
-@dataclass(frozen=True)
-class AckHandle:
-    """What acknowledging one received message needs."""
-
-    mid: int
-    qos: int
-    generation: int
-    """Which paho client received it (a protocol fallback makes a new one)."""
-
-
-@dataclass(frozen=True)
-class Inbound:
-    """A message received on an announce topic, not parsed yet."""
-
-    topic: str
-    payload: bytes
-    ack: AckHandle
-    dup: bool
-    received_at: float
-    """Unix seconds."""
-    received_mono: float
-    retain: bool = False
-    """Delivered from the broker's retained store (on subscribing), not as it was published."""
-    reply: Callable[[Verdict], None] | None = None
-    """Not from the broker but from a service (HTTP, Wyoming): told admission's verdict (issues 17, 18)."""
-    audio: ReadyAudio | None = None
-    """The announcement's audio, given by a service (Wyoming announce, issue 17); None = from its payload."""
 
 
 class MqttLink:

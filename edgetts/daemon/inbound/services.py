@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import itertools
 import json
 import logging
 import threading
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from edgetts.daemon.health import Health
 from edgetts.daemon.inbound.control import Control, Verdict
-from edgetts.daemon.inbound.mqtt import AckHandle, Inbound
+from edgetts.daemon.inbound.message import Inbound
 from edgetts.daemon.inbound.ready_audio import ReadyAudio
 from edgetts.daemon.playout.client_synthesis import ClientSynthesis
 from edgetts.errors import EdgeTTSError
@@ -196,16 +195,13 @@ class Service(Protocol):
         """Stop, in bounded time (at shutdown, from the loop's thread)."""
 
 
-_MIDS = itertools.count(1)
-
-
 def service_inbound(topic: str, payload: bytes, reply: Reply | None) -> Inbound:
-    """A service's announcement as the loop admits it: like an MQTT message with nothing to acknowledge
-    (QoS 0), a packet id of its own (so a payload without an id gets one of its own), and the reply."""
+    """A service's announcement as the loop admits it: nothing to acknowledge, never a redelivery
+    (so a payload without an id gets one of its own, from the message's serial), and the reply."""
     return Inbound(
         topic=topic,
         payload=payload,
-        ack=AckHandle(next(_MIDS), 0, -1),
+        ack=None,
         dup=False,
         received_at=time.time(),
         received_mono=time.monotonic(),

@@ -26,7 +26,7 @@ from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.inbound.control import Control, parse_control
-from edgetts.daemon.inbound.mqtt import Inbound
+from edgetts.daemon.inbound.message import Inbound
 from edgetts.daemon.pacing.degrade import Degrade
 from edgetts.daemon.playout import sync
 from edgetts.daemon.playout.clips import Clip
@@ -251,7 +251,7 @@ class Playout:
         else:
             ended = self.control(ctl)
             _LOGGER.info("control %s%s from mqtt: %d ended", ctl.cmd, f" {ctl.id}" if ctl.id else "", ended)
-        self._events.ack([msg.ack])
+        self._events.ack(msg.acks())
 
     def control(self, ctl: Control) -> int:
         """Stop what plays, or cancel one announcement or all (edgetts.daemon.inbound.control); how many it ended.
