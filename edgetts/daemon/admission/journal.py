@@ -33,8 +33,8 @@ MAX_ENTRIES = 32
 
 
 @dataclass(frozen=True)
-class Intake:
-    """One message's intake under way."""
+class JournalEntry:
+    """One message whose intake is under way: its journal file, and how often it killed the daemon."""
 
     key: str
     """Hex digest of topic and payload: the journal file's name."""
@@ -87,11 +87,11 @@ class IntakeJournal:
         assert self.folder is not None
         return self.folder / f"{key}.intake"
 
-    def begin(self, topic: str, payload: bytes) -> Intake:
+    def begin(self, topic: str, payload: bytes) -> JournalEntry:
         """Record that the intake of this message starts; how often it was under way when the daemon died."""
         key = message_key(topic, payload)
         if self.folder is None:
-            return Intake(key, 0)
+            return JournalEntry(key, 0)
         path = self._path(key)
         try:
             deaths = int(path.read_text(encoding="ascii").strip() or 0)
@@ -100,15 +100,15 @@ class IntakeJournal:
         except (OSError, ValueError):  # torn or foreign: count it as one death, never as none
             deaths = 1
         if deaths >= POISON_AFTER:
-            return Intake(key, deaths)
+            return JournalEntry(key, deaths)
         try:
             self._make_room()
             path.write_text(f"{deaths + 1}\n", encoding="ascii")
         except OSError as exc:
             self._disable(f"cannot write {path}: {exc.strerror or exc}")
-        return Intake(key, deaths)
+        return JournalEntry(key, deaths)
 
-    def finish(self, intake: Intake) -> None:
+    def finish(self, intake: JournalEntry) -> None:
         """The intake ended (queued, rejected or dropped): forget it."""
         if self.folder is None:
             return
@@ -149,4 +149,4 @@ def journal_folder(configured: str | None, environ: dict[str, str] | None = None
     return Path(systemd.split(":")[0]) / "intake" if systemd else None
 
 
-__all__ = ["MAX_ENTRIES", "POISON_AFTER", "Intake", "IntakeJournal", "journal_folder", "message_key"]
+__all__ = ["MAX_ENTRIES", "POISON_AFTER", "JournalEntry", "IntakeJournal", "journal_folder", "message_key"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgetts.daemon.inbound.ready_audio import ReadyAudio
-from edgetts.daemon.inbound.wyoming.inbound import Inbound, Received
+from edgetts.daemon.inbound.wyoming.audio_announcer import AudioAnnouncer, Received
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ _ENDED = {"finished": None, "failed": "failed", "cancelled": "cancelled", "expir
 _MAX_WAIT_S = 900.0
 
 
-def inbound_for(ctx: Any, loop: Callable[[], asyncio.AbstractEventLoop | None]) -> Inbound | None:
+def announcer_for(ctx: Any, loop: Callable[[], asyncio.AbstractEventLoop | None]) -> AudioAnnouncer | None:
     """Where a session's announcement audio goes; None when the context has no loop to play it."""
     if getattr(ctx, "announce_audio", None) is None:
         return None
@@ -38,7 +38,7 @@ def inbound_for(ctx: Any, loop: Callable[[], asyncio.AbstractEventLoop | None]) 
     async def submit(received: Received) -> str | None:
         return await _announce(ctx, received)
 
-    return Inbound(submit)
+    return AudioAnnouncer(submit)
 
 
 async def _announce(ctx: Any, received: Received) -> str | None:
@@ -83,4 +83,4 @@ def _wait_end(sub: Any, ident: str, gone: threading.Event) -> str | None:
     return "no end of the announcement seen"
 
 
-__all__ = ["LABEL", "inbound_for"]
+__all__ = ["LABEL", "announcer_for"]

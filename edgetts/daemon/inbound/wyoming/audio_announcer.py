@@ -38,26 +38,26 @@ Submit = Callable[[Received], Awaitable[str | None]]
 """Announce ``Received``; resolves to None once played, else to why it was not."""
 
 
-class Inbound:
+class AudioAnnouncer:
     """Where announcement audio goes; ``max_s``: the longest announcement taken, seconds."""
 
     def __init__(self, submit: Submit, max_s: float = 300.0) -> None:
         self._submit = submit
         self.max_s = max_s
 
-    def begin(self, start: AudioStart) -> InboundAudio:
+    def begin(self, start: AudioStart) -> AnnouncementAudio:
         if start.width not in (1, 2, 4) or not 1 <= start.channels <= 8 or not 4000 <= start.rate <= 192000:
             raise EdgeTTSError(f"unsupported audio: {start.rate} Hz, {start.width} bytes, {start.channels} channels")
-        return InboundAudio(self, start)
+        return AnnouncementAudio(self, start)
 
 
 _DTYPES = {1: np.uint8, 2: np.int16, 4: np.int32}
 
 
-class InboundAudio:
+class AnnouncementAudio:
     """The chunks of one announcement, from `audio-start` to `audio-stop`."""
 
-    def __init__(self, owner: Inbound, start: AudioStart) -> None:
+    def __init__(self, owner: AudioAnnouncer, start: AudioStart) -> None:
         self._owner = owner
         self._start = start
         self._parts: list[bytes] = []
@@ -111,4 +111,4 @@ class InboundAudio:
         return Played().event()
 
 
-__all__ = ["Inbound", "InboundAudio", "Received", "Submit"]
+__all__ = ["AudioAnnouncer", "AnnouncementAudio", "Received", "Submit"]

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from wyoming.info import Satellite
 
 from edgetts.daemon.assets import Assets
-from edgetts.daemon.inbound.wyoming.inbound import Inbound
+from edgetts.daemon.inbound.wyoming.audio_announcer import AudioAnnouncer
 from edgetts.daemon.inbound.wyoming.session import Jobs, Session
 from edgetts.daemon.inbound.wyoming.wire import Limits
 from edgetts.errors import EdgeTTSError
@@ -35,8 +35,8 @@ _CLOSE_S = 5.0
 
 
 class _Backend:
-    def __init__(self, assets: Callable[[], Assets], side: Any, inbound: Inbound | None, jobs: Jobs) -> None:
-        self._assets, self._side, self._inbound, self.jobs = assets, side, inbound, jobs
+    def __init__(self, assets: Callable[[], Assets], side: Any, announcer: AudioAnnouncer | None, jobs: Jobs) -> None:
+        self._assets, self._side, self._announcer, self.jobs = assets, side, announcer, jobs
 
     def assets(self) -> Assets:
         return self._assets()
@@ -46,8 +46,8 @@ class _Backend:
         return self._side
 
     @property
-    def inbound(self) -> Inbound | None:
-        return self._inbound
+    def announcer(self) -> AudioAnnouncer | None:
+        return self._announcer
 
 
 class WyomingServer:
@@ -65,7 +65,7 @@ class WyomingServer:
         side: Any,
         *,
         limits: Limits | None = None,
-        inbound: Inbound | None = None,
+        announcer: AudioAnnouncer | None = None,
         zeroconf_name: str | None = None,
         max_jobs: int = 2,
         backlog: int = 16,
@@ -76,7 +76,7 @@ class WyomingServer:
         self._satellite_server: asyncio.AbstractServer | None = None
         self.satellite_address: Any = None
         """Where the satellite listener listens once started (as :attr:`address`)."""
-        self._backend = _Backend(assets, side, inbound, Jobs(max_jobs, backlog))
+        self._backend = _Backend(assets, side, announcer, Jobs(max_jobs, backlog))
         self._limits = limits or Limits()
         self._zeroconf_name = zeroconf_name
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -32,7 +32,7 @@ class WyomingService:
             ctx.assets,
             ctx.side,
             limits=Limits(s.max_header_bytes, s.max_payload_bytes),
-            inbound=self._inbound(ctx),
+            announcer=self._announcer(ctx),
             zeroconf_name=zeroconf,
             max_jobs=s.max_jobs,
             backlog=s.backlog,
@@ -47,12 +47,12 @@ class WyomingService:
         name = self._config.homeassistant.name or f"edgetts {self._config.device.id}"
         return s.satellite_uri, voices.satellite(name, s.satellite_area)
 
-    def _inbound(self, ctx: Any) -> Any:
+    def _announcer(self, ctx: Any) -> Any:
         if not self._config.wyoming.announce:
             return None
-        from edgetts.daemon.inbound.wyoming.announce import inbound_for
+        from edgetts.daemon.inbound.wyoming.announce import announcer_for
 
-        return inbound_for(ctx, lambda: self._server.loop if self._server is not None else None)
+        return announcer_for(ctx, lambda: self._server.loop if self._server is not None else None)
 
     def close(self) -> None:
         if self._server is not None:

@@ -8,7 +8,7 @@ Requests and answers (wyoming 1.10):
   whole text for older servers), `synthesize-stop` -> `audio-start`, `audio-chunk`* (each finished
   sentence is spoken while more text arrives), `audio-stop`, `synthesize-stopped`;
 * `audio-start`, `audio-chunk`*, `audio-stop` -> `played` once it has been announced
-  (edgetts.daemon.inbound.wyoming.inbound); the connection keeps answering while it plays;
+  (edgetts.daemon.inbound.wyoming.audio_announcer); the connection keeps answering while it plays;
 * `ping` -> `pong`;
 * on a satellite listener (``wyoming.satellite_uri``), `info` names a satellite, and Home
   Assistant's `run-satellite` / `pause-satellite` are taken quietly: it only ever announces.
@@ -38,7 +38,7 @@ from edgetts.daemon.admission.admit import prepared
 from edgetts.daemon.admission.intake import PayloadError
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.inbound.wyoming import voices
-from edgetts.daemon.inbound.wyoming.inbound import Inbound, InboundAudio
+from edgetts.daemon.inbound.wyoming.audio_announcer import AnnouncementAudio, AudioAnnouncer
 from edgetts.daemon.inbound.wyoming.wire import BadEvent, Limits, read_event, send_error, write_event
 from edgetts.errors import EdgeTTSError, UnspeakableTextError
 
@@ -96,7 +96,7 @@ class Backend(Protocol):
     def side(self) -> Any: ...
 
     @property
-    def inbound(self) -> Inbound | None:
+    def announcer(self) -> AudioAnnouncer | None:
         """Where announcement audio goes; None = not accepted."""
         ...
 
@@ -134,7 +134,7 @@ class Session:
         self._stream_voice: voices.Picked | None = None
         self._stream_text = ""
         self._stream_started = False
-        self._audio: InboundAudio | None = None
+        self._audio: AnnouncementAudio | None = None
         self.peer = str(writer.get_extra_info("peername"))
 
     async def run(self) -> None:
@@ -190,7 +190,7 @@ class Session:
             started = await self._speak(picked, _text(request.text), started=False)
             await self._finish_audio(picked, started)
         elif AudioStart.is_type(event.type) or AudioChunk.is_type(event.type) or AudioStop.is_type(event.type):
-            await self._inbound(event)
+            await self._announcement_audio(event)
         elif Ping.is_type(event.type):
             await write_event(Pong(text=Ping.from_event(event).text).event(), self._writer)
         else:
@@ -253,14 +253,14 @@ class Session:
         await write_event(AudioStop().event(), self._writer)
 
     # ------------------------------------------------------ announcement audio
-    async def _inbound(self, event: Event) -> None:
-        inbound = self._backend.inbound
-        if inbound is None:
+    async def _announcement_audio(self, event: Event) -> None:
+        announcer = self._backend.announcer
+        if announcer is None:
             raise EdgeTTSError("this server does not take announcement audio")
         if AudioStart.is_type(event.type):
             if self._audio is not None:
                 self._audio.discard()
-            self._audio = inbound.begin(AudioStart.from_event(event))
+            self._audio = announcer.begin(AudioStart.from_event(event))
         elif self._audio is None:
             raise EdgeTTSError(f"{event.type} without audio-start")
         elif AudioChunk.is_type(event.type):
@@ -276,7 +276,7 @@ class Session:
             self._plays.add(task)
             task.add_done_callback(self._plays.discard)
 
-    async def _played(self, audio: InboundAudio) -> None:
+    async def _played(self, audio: AnnouncementAudio) -> None:
         """`played` once ``audio`` has been announced, or an `error` saying why not.  A task of its own:
         Home Assistant's satellite pings while it waits and drops a connection that does not answer
         within 5 s, and an announcement may wait in the queue and play for longer.  A client gone
