@@ -47,8 +47,9 @@ class Health:
         self._degraded.pop(what, None)
         self._changed = True
 
-    def update(self, problems: Mapping[str, str | None]) -> None:
-        """Set each ``what`` with a reason, clear each whose reason is None."""
+    def apply_problems(self, problems: Mapping[str, str | None]) -> None:
+        """The assets' problems by what they concern: each set with its reason, or cleared where the
+        assets found none (None), so a reload that mended something clears it."""
         for what, reason in problems.items():
             if reason is None:
                 self.clear(what)
