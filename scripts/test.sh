@@ -39,7 +39,7 @@ if [[ $ha == 1 ]]; then
   export EDGETTS_HA_PYTHON EDGETTS_HA_NEW_PYTHON
 fi
 set +e
-"$venv/bin/python" -m pytest "$@"
+"$venv/bin/python" -m pytest --durations=25 "$@"
 rc=$?
 if ((aarch64)); then
   EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-aarch64.sh

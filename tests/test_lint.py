@@ -1,4 +1,4 @@
-"""The code's own checks as part of the suite: ruff over the repository, mypy over the package.
+"""The code's own checks as part of the suite: ruff (lint and format) over the repository, mypy over the package.
 
 Both run with the versions requirements-test.txt pins (a newer linter finds new things; that is a
 change of its own, not a red CI on an unrelated commit).  mypy checks ``edgetts/`` only: the package
@@ -28,7 +28,14 @@ def test_ruff_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_finds_nothing_in_the_package(tmp_path: Path) -> None:
-    result = _run("mypy", "--cache-dir", str(tmp_path / "mypy"), "edgetts")
+def test_the_tree_is_formatted() -> None:
+    """One formatter for the whole tree: what `ruff format` would change is a failure."""
+    result = _run("ruff", "format", "--check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing_in_the_package() -> None:
+    # The cache lives in the test venv (rebuilt with it): a cold mypy run costs ~30 s each suite.
+    result = _run("mypy", "--cache-dir", str(Path(sys.prefix) / "mypy-cache"), "edgetts")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues found" in result.stdout
