@@ -1,11 +1,12 @@
-"""One announcement's audio on its way to the device, and where it has got to."""
+"""One announcement's audio on its way to the device, where it has got to, and the loop that plays it."""
 
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -216,3 +217,68 @@ class PlaybackJob:
         if self._void and not isinstance(item, JobEnd) and self.is_void(item):
             return None
         return item
+
+
+Outcome = tuple[str, str | None]
+"""How a job's play ended: finished | failed | stopped, and the failure's reason."""
+
+
+class Stage(Protocol):
+    """A job's samples between its queue and the device (edgetts.audio.player._Stage): what the loop needs."""
+
+    avail: int
+    fade_n: int
+    barrier: int | None
+    timed: bool
+    sync_error_ms: float | None
+    late_ms: float
+
+    def add(self, piece: Piece) -> None: ...
+    def take(self, n: int) -> tuple[np.ndarray, Position, float | np.ndarray]: ...
+    def emit(self, samples: np.ndarray, pos: Position, gain: float | np.ndarray) -> None: ...
+    def drop(self, void: Callable[[Piece], bool]) -> None: ...
+    def fade_out_preempted(self) -> None: ...
+    def play_tail(self, end: JobEnd) -> None: ...
+
+
+class JobRun:
+    """The loop a job is played by on the audio thread, untimed (edgetts.audio.player) or timed
+    (edgetts.audio.timeline): before each :meth:`turn`, a preemption fades out what is in hand (the
+    job `stopped`) and a deadline fallback that voided held speech has it dropped from the stage."""
+
+    def __init__(self, job: PlaybackJob, stage: Stage) -> None:
+        self.job, self.stage = job, stage
+        self.end: JobEnd | None = None
+        """The end marker, once it came: the producer finished or failed."""
+        self.generation = job.generation
+        """The job's generation the stage's pieces are of (see :attr:`PlaybackJob.generation`)."""
+
+    def run(self) -> Outcome:
+        job, stage = self.job, self.stage
+        self.generation = job.generation
+        while True:
+            if job.stop_requested:
+                stage.fade_out_preempted()
+                return "stopped", None
+            if job.generation != self.generation:  # a deadline fallback voided the held speech
+                stage.drop(job.is_void)
+                self.generation = job.generation
+            if self.turn():
+                assert self.end is not None
+                return ("failed", self.end.reason) if self.end.reason is not None else ("finished", None)
+
+    def turn(self) -> bool:
+        """Move the job on a step (write, wait or pull); True once it has played its end marker's tail."""
+        raise NotImplementedError
+
+    def pull(self, timeout: float) -> bool:
+        """The next piece into the stage, waiting up to ``timeout`` seconds (the end marker, if that
+        came, is kept in :attr:`end`); True when a piece was added."""
+        item = self.job.next_piece(timeout)
+        if isinstance(item, JobEnd):
+            self.end = item
+            return False
+        if item is None:
+            return False
+        self.stage.add(item)
+        return True

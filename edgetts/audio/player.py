@@ -23,7 +23,7 @@ import numpy as np
 
 from edgetts.audio.convert import Converter, DeviceFormat
 from edgetts.audio.device import OutputStreamLike, StreamFactory
-from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
+from edgetts.audio.job import JobEnd, JobRun, Outcome, Piece, PlaybackJob, Position
 from edgetts.audio.timed_start import Clocks
 from edgetts.audio.timeline import TimedPlay
 from edgetts.audio.writer import DeviceWriter
@@ -226,7 +226,7 @@ class Player:
             )
         )
 
-    def _play_job(self, job: PlaybackJob, writer_out: list[DeviceWriter]) -> tuple[str, str | None]:
+    def _play_job(self, job: PlaybackJob, writer_out: list[DeviceWriter]) -> Outcome:
         """Play ``job`` to its end, its failure or its preemption; the outcome and its reason.
         The job's writer (its underrun count) is appended to ``writer_out``."""
         if job.stop_requested:  # preempted before it got the device
@@ -241,50 +241,42 @@ class Player:
         stage = _Stage(job, writer, s, self._report)
         if job.timed is not None:
             return TimedPlay(job, stage, writer, stream, block, self._clocks).run()
-        end: JobEnd | None = None
-        generation = job.generation
-        while True:
-            if job.stop_requested:
-                stage.fade_out_preempted()
-                return "stopped", None
-            if job.generation != generation:  # a deadline fallback voided the held speech
-                stage.drop(job.is_void)
-                generation = job.generation
-            hold = None if end is not None else job.hold()  # (an ended text plays what it has)
-            stage.barrier = None if hold is None else hold[0]
-            if hold is not None and stage.at_barrier:
-                # Everything before the held speech is written (a chime plays meanwhile); the speech
-                # waits until its time, unless the text has ended.
-                wait = hold[1] - time.monotonic() - writer.queued_s()
-                if wait > 0:
-                    end = self._pull(job, stage, min(0.02, wait))
-                elif job.begin(generation):
-                    writer.allow_gap()  # a held start is no underrun
-                continue
-            if end is None and stage.avail <= stage.fade_n:
-                # Hold fade_ms back: when the end marker comes, the last samples are still in hand
-                # to be faded out.
-                end = self._pull(job, stage, 0.02)
-                continue
-            if end is None:
-                # Up to a block, but not a whole one before the first write: a streamed text's first
-                # window (1024 samples less half a crossfade) would wait for its second.
-                stage.emit(*stage.take(min(stage.block, stage.avail - stage.fade_n)))
-                continue
-            stage.play_tail(end)
-            if end.reason is not None:
-                return "failed", end.reason
-            return "finished", None
+        return _UntimedPlay(job, stage, writer).run()
 
-    @staticmethod
-    def _pull(job: PlaybackJob, stage: _Stage, timeout: float) -> JobEnd | None:
-        """The next piece into ``stage``, waiting up to ``timeout``; the end marker if that came."""
-        item = job.next_piece(timeout)
-        if isinstance(item, JobEnd):
-            return item
-        if item is not None:
-            stage.add(item)
-        return None
+
+class _UntimedPlay(JobRun):
+    """An untimed job's run: its audio written as it comes, held speech (the engine's lead) at its time."""
+
+    def __init__(self, job: PlaybackJob, stage: _Stage, writer: DeviceWriter) -> None:
+        super().__init__(job, stage)
+        self._stage = stage  # (as the player's own stage: at_barrier, block)
+        self._writer = writer
+
+    def turn(self) -> bool:
+        job, stage, writer = self.job, self._stage, self._writer
+        hold = None if self.end is not None else job.hold()  # (an ended text plays what it has)
+        stage.barrier = None if hold is None else hold[0]
+        if hold is not None and stage.at_barrier:
+            # Everything before the held speech is written (a chime plays meanwhile); the speech
+            # waits until its time, unless the text has ended.
+            wait = hold[1] - time.monotonic() - writer.queued_s()
+            if wait > 0:
+                self.pull(min(0.02, wait))
+            elif job.begin(self.generation):
+                writer.allow_gap()  # a held start is no underrun
+            return False
+        if self.end is None and stage.avail <= stage.fade_n:
+            # Hold fade_ms back: when the end marker comes, the last samples are still in hand
+            # to be faded out.
+            self.pull(0.02)
+            return False
+        if self.end is None:
+            # Up to a block, but not a whole one before the first write: a streamed text's first
+            # window (1024 samples less half a crossfade) would wait for its second.
+            stage.emit(*stage.take(min(stage.block, stage.avail - stage.fade_n)))
+            return False
+        stage.play_tail(self.end)
+        return True
 
 
 class _Stage:

@@ -4,34 +4,11 @@ from its measured delay, and the job kept on its timeline."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
-from typing import Protocol
-
-import numpy as np
 
 from edgetts.audio.device import OutputStreamLike, delay_s
-from edgetts.audio.job import JobEnd, Piece, PlaybackJob, Position
+from edgetts.audio.job import JobRun, PlaybackJob, Stage
 from edgetts.audio.timed_start import Clocks
 from edgetts.audio.writer import DeviceWriter
-
-
-class Stage(Protocol):
-    """What the timeline needs of the player's stage (edgetts.audio.player._Stage)."""
-
-    avail: int
-    fade_n: int
-    barrier: int | None
-    timed: bool
-    sync_error_ms: float | None
-    late_ms: float
-
-    def add(self, piece: Piece) -> None: ...
-    def take(self, n: int) -> tuple[np.ndarray, Position, float | np.ndarray]: ...
-    def emit(self, samples: np.ndarray, pos: Position, gain: float | np.ndarray) -> None: ...
-    def drop(self, void: Callable[[Piece], bool]) -> None: ...
-    def fade_out_preempted(self) -> None: ...
-    def play_tail(self, end: JobEnd) -> None: ...
-
 
 #: Measurements of the stream's epoch kept: the earliest of this last span is the estimate.
 WINDOW_S = 1.0
@@ -183,7 +160,7 @@ class DeviceClock:
         return [e for _, e in after]
 
 
-class TimedPlay:
+class TimedPlay(JobRun):
     """One timed job's run on the audio thread: silence to the target, then the job on its timeline."""
 
     def __init__(
@@ -196,7 +173,8 @@ class TimedPlay:
         clocks: Clocks,
     ) -> None:
         assert job.timed is not None
-        self._job, self._stage, self._writer = job, stage, writer
+        super().__init__(job, stage)
+        self._writer = writer
         self._timed = job.timed
         self._clocks = clocks
         fmt = job.converter.format
@@ -219,72 +197,48 @@ class TimedPlay:
         stage.barrier = None
         stage.timed = True
 
-    def run(self) -> tuple[str, str | None]:
-        job, stage = self._job, self._stage
-        end: JobEnd | None = None
-        generation = job.generation
-        while True:
-            if job.stop_requested:
-                stage.fade_out_preempted()
-                return "stopped", None
-            if job.generation != generation:  # a fallback voided speech fed so far
-                stage.drop(job.is_void)
-                generation = job.generation
-            end = self._pull() or end
-            if self._first is None or self._position() < 0:
-                end = self._to_target() or end
-                continue
-            if not self._started:
-                self._refix()
-            self._skip_past()
-            if end is not None and stage.avail <= self._block + stage.fade_n:
-                # (blocks before the tail go through _emit: each write is measured, so a device that
-                # ran dry is caught up on the timeline)
-                if stage.avail:
-                    self._start_fields()
-                    stage.play_tail(end)
-                return ("failed", end.reason) if end.reason is not None else ("finished", None)
-            if stage.avail >= self._block + stage.fade_n or (end is not None and stage.avail):
-                self._emit(self._block)
-            else:
-                end = self._starving() or end
+    def turn(self) -> bool:
+        stage = self.stage
+        while self.pull(0.0):  # every piece that came, without waiting
+            pass
+        end = self.end
+        if self._first is None or self._position() < 0:
+            self._to_target()
+            return False
+        if not self._started:
+            self._refix()
+        self._skip_past()
+        if end is not None and stage.avail <= self._block + stage.fade_n:
+            # (blocks before the tail go through _emit: each write is measured, so a device that
+            # ran dry is caught up on the timeline)
+            if stage.avail:
+                self._start_fields()
+                stage.play_tail(end)
+            return True
+        if stage.avail >= self._block + stage.fade_n or (end is not None and stage.avail):
+            self._emit(self._block)
+        else:
+            self._starving()
+        return False
 
     @property
     def _started(self) -> bool:
-        return self._job.first_audio_mono is not None
+        return self.job.first_audio_mono is not None
 
     def _position(self) -> int:
         """Where the timeline is: the job sample due at the next frame written (< 0 before the target)."""
         assert self._first is not None
         return self._clock.frames + self._lost - self._first
 
-    def _pull(self) -> JobEnd | None:
-        """Every piece that came, without waiting; the end marker if that came."""
-        while True:
-            item = self._job.next_piece(0.0)
-            if item is None:
-                return None
-            if isinstance(item, JobEnd):
-                return item
-            self._stage.add(item)
-
-    def _wait(self, timeout: float) -> JobEnd | None:
-        """Wait up to ``timeout`` for a piece (instead of writing); the end marker if that came."""
-        item = self._job.next_piece(timeout)
-        if isinstance(item, JobEnd):
-            return item
-        if item is not None:
-            self._stage.add(item)
-        return None
-
-    def _silence(self, frames: int) -> JobEnd | None:
-        """Write ``frames`` of silence, unless a stream that never blocks is ahead of real time."""
+    def _silence(self, frames: int) -> None:
+        """Write ``frames`` of silence, unless a stream that never blocks is ahead of real time (then
+        wait a moment for a piece instead)."""
         if self._clock.runs_ahead(2 * self._block / self._rate):
-            return self._wait(0.002)
+            self.pull(0.002)
+            return
         before, counted = self._clocks.mono(), self._writer.underruns
-        self._writer.write(self._job.converter.silence(frames))
+        self._writer.write(self.job.converter.silence(frames))
         self._note_lost(before, self._clock.wrote(before, frames), counted)
-        return None
 
     def _note_lost(self, before: float, lost_s: float, counted: int) -> None:
         """The device lost ``lost_s`` of the timeline (ran dry), as the write just made, begun at
@@ -309,21 +263,23 @@ class TimedPlay:
             self._writer.underruns += 1
             self._writer.gap_s += lost_s
 
-    def _to_target(self) -> JobEnd | None:
+    def _to_target(self) -> None:
         """Keep the stream running on silence; fix the first sample's frame at the last moment."""
         block = self._block
         if self._first is None:
             if self._clock.epoch is None:
-                return self._silence(block)
+                self._silence(block)
+                return
             target = self._clocks.mono_of(self._timed.at_unix) - self._timed.output_delay_s
             due = round(self._clock.frames + (target - self._clock.heard_at(self._clock.frames)) * self._rate)
             if due - self._clock.frames > 2 * block:
-                return self._silence(block)
+                self._silence(block)
+                return
             self._first = due + self._lost
             self._fixed_settled = self._clock.settled
             if self._position() >= 0:
-                return None
-        return self._silence(min(block, -self._position()))
+                return
+        self._silence(min(block, -self._position()))
 
     def _refix(self) -> None:
         """Late, nothing of the job written yet: the first sample's frame again from the latest
@@ -342,8 +298,8 @@ class TimedPlay:
     def _skip_past(self) -> None:
         """Drop the samples in hand whose time has passed (a late join, or after a gap)."""
         behind = self._position() - self._consumed
-        if behind > 0 and self._stage.avail:
-            got, _, _ = self._stage.take(min(behind, self._stage.avail))
+        if behind > 0 and self.stage.avail:
+            got, _, _ = self.stage.take(min(behind, self.stage.avail))
             self._consumed += got.size
 
     def _start_fields(self) -> None:
@@ -352,36 +308,37 @@ class TimedPlay:
             return
         heard = self._clock.heard_at(self._clock.frames) + self._timed.output_delay_s
         due = self._clocks.mono_of(self._timed.at_unix) + self._consumed / self._rate
-        self._stage.sync_error_ms = (heard - due) * 1000.0
-        self._stage.late_ms = self._consumed / self._rate * 1000.0
+        self.stage.sync_error_ms = (heard - due) * 1000.0
+        self.stage.late_ms = self._consumed / self._rate * 1000.0
         self._began = self._clocks.mono()
-        if not self._job.begin(self._job.generation):  # (held speech counts as begun from here)
-            self._stage.drop(self._job.is_void)
+        if not self.job.begin(self.job.generation):  # (held speech counts as begun from here)
+            self.stage.drop(self.job.is_void)
 
     def _emit(self, n: int) -> None:
         self._start_fields()
-        samples, pos, gain = self._stage.take(n)
+        samples, pos, gain = self.stage.take(n)
         before, counted = self._clocks.mono(), self._writer.underruns
-        self._stage.emit(samples, pos, gain)
+        self.stage.emit(samples, pos, gain)
         self._consumed += samples.size
         self._note_lost(before, self._clock.wrote(before, samples.size), counted)
         self._in_gap = False
 
-    def _starving(self) -> JobEnd | None:
+    def _starving(self) -> None:
         """Not enough audio in hand: wait while the device has enough queued, then keep the timeline
         with silence (an underrun and a gap once the job has begun: what it stands for is skipped)."""
         wait = self._clock.queued_s() - (2 * self._block / self._rate + 0.005)
         if wait > 0:
-            return self._wait(min(0.005, wait))
-        if self._stage.avail:
-            self._emit(min(self._stage.avail, self._block))
-            return None
+            self.pull(min(0.005, wait))
+            return
+        if self.stage.avail:
+            self._emit(min(self.stage.avail, self._block))
+            return
         if self._started and not self._clock.runs_ahead(2 * self._block / self._rate):
             if not self._in_gap:
                 self._writer.underruns += 1
                 self._in_gap = True
             self._writer.gap_s += self._block / self._rate
-        return self._silence(self._block)
+        self._silence(self._block)
 
 
-__all__ = ["DeviceClock", "Stage", "TimedPlay"]
+__all__ = ["DeviceClock", "TimedPlay"]

@@ -104,7 +104,7 @@ def _text_arg(args: argparse.Namespace) -> str:
 
 # -- verbs -----------------------------------------------------------------------
 def cmd_synth(args: argparse.Namespace) -> int:
-    from edgetts.audio.wav import write_wav
+    from edgetts.audio.wav import write_chunks
 
     if args.text_file is not None:
         if args.text is not None or args.output is not None:
@@ -128,7 +128,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
                 continue  # files are named after line numbers, so blank lines leave a gap
             path = out_dir / f"{number:04d}.wav"
             try:
-                seconds = write_wav(path, voice.synthesize(line, config))
+                seconds = write_chunks(path, voice.synthesize(line, config))
             except EdgeTTSError as err:
                 raise EdgeTTSError(f"{args.text_file}:{number}: {err}") from err
             written += 1
@@ -141,7 +141,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     text = _text_arg(args)
     voice = _load(args)
     started = time.perf_counter()
-    seconds = write_wav(Path(args.output), voice.synthesize(text, _synthesis_config(args)))
+    seconds = write_chunks(Path(args.output), voice.synthesize(text, _synthesis_config(args)))
     elapsed = time.perf_counter() - started
     print(f"{args.output}\t{seconds:.2f} s of audio in {elapsed:.2f} s (RTF {elapsed / seconds:.3f})")
     return 0

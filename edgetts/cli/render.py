@@ -35,9 +35,10 @@ from typing import IO, Any
 import numpy as np
 import yaml
 
+from edgetts.audio.wav import wav_bytes
 from edgetts.config import DEFAULT_CONFIG_PATH, Config, ConfigError, load_config
 from edgetts.daemon.assets import load_configured_voice
-from edgetts.daemon.playout.clips import ClipError, check_clip_name, write_wav
+from edgetts.daemon.playout.clips import ClipError, check_clip_name
 from edgetts.daemon.playout.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
 from edgetts.daemon.playout.synthesis import store_play
 from edgetts.engine import PreparesText, Voice
@@ -272,7 +273,7 @@ def _render_item(
 
 def _write_clip(path: Path, audio: np.ndarray, rate: int, force: bool) -> bool:
     """Write the WAV atomically unless the same bytes are there already; True if written."""
-    blob = write_wav("", audio, rate)
+    blob = wav_bytes(audio, rate)
     try:
         if not force and path.read_bytes() == blob:
             return False

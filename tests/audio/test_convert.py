@@ -12,8 +12,8 @@ import pytest
 
 from edgetts.audio.convert import Converter, DeviceFormat, float_to_int16, int16_to_float
 from edgetts.audio.say import play_chunks
-from edgetts.audio.wav import write_wav as write_chunks_wav
-from edgetts.daemon.playout.clips import read_wav, write_wav
+from edgetts.audio.wav import wav_bytes, write_chunks, write_wav
+from edgetts.daemon.playout.clips import read_wav
 from edgetts.engine import AudioChunk
 from edgetts.errors import AudioDeviceError
 
@@ -44,9 +44,11 @@ def test_every_writer_gets_the_same_integers(tmp_path: Path) -> None:
     reference = float_to_int16(audio)
     assert np.array_equal(AudioChunk(audio, 22050, 0).to_int16(), reference)
     assert np.array_equal(np.frombuffer(Converter(DeviceFormat(22050)).to_bytes(audio), "<i2"), reference)
-    blob = write_wav(tmp_path / "clip.wav", audio, 22050)
+    write_wav(tmp_path / "clip.wav", audio, 22050)
+    blob = (tmp_path / "clip.wav").read_bytes()
+    assert blob == wav_bytes(audio, 22050)
     assert np.array_equal(np.frombuffer(blob[44:], "<i2"), reference)
-    write_chunks_wav(tmp_path / "synth.wav", [AudioChunk(audio, 22050, 0)])
+    write_chunks(tmp_path / "synth.wav", [AudioChunk(audio, 22050, 0)])
     with wave.open(str(tmp_path / "synth.wav"), "rb") as w:
         assert np.array_equal(np.frombuffer(w.readframes(w.getnframes()), "<i2"), reference)
     back, rate = read_wav(tmp_path / "clip.wav")

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from edgetts.audio.loudness import loudness_dbfs
+from edgetts.audio.wav import write_wav
 from edgetts.daemon.admission.messages import Announcement, PayloadError
-from edgetts.daemon.playout.clips import ClipError, ClipLibrary, check_clip_name, clip_path, read_wav, write_wav
+from edgetts.daemon.playout.clips import ClipError, ClipLibrary, check_clip_name, clip_path, read_wav
 
 
 @pytest.mark.parametrize(

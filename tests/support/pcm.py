@@ -10,7 +10,7 @@ import numpy as np
 
 def write_clip(path: Path, audio: np.ndarray, rate: int = 22050) -> Path:
     """A 16-bit mono WAV clip (what most sites have)."""
-    from edgetts.daemon.playout.clips import write_wav
+    from edgetts.audio.wav import write_wav
 
     write_wav(path, audio, rate)
     return path

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgetts.audio.convert import float_to_int16, int16_to_float, resample_linear
+from edgetts.audio.convert import int16_to_float, resample_linear
 from edgetts.audio.loudness import gain_for, loudness_dbfs
 from edgetts.errors import EdgeTTSError
 from edgetts.vocabulary import CLIP_NAME_RE
@@ -123,17 +123,6 @@ def _parse_wav(data: bytes) -> tuple[np.ndarray, int]:
     frames = x.size // channels
     x = x[: frames * channels].reshape(frames, channels).mean(axis=1, dtype=np.float32)
     return np.ascontiguousarray(x, dtype=np.float32), int(rate)
-
-
-def write_wav(path: str | Path, audio: np.ndarray, rate: int) -> bytes:
-    """16-bit mono WAV bytes of float ``audio`` (also written to ``path`` unless it is empty)."""
-    pcm = float_to_int16(np.asarray(audio, np.float32)).astype("<i2").tobytes()
-    header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
-    header += b"fmt " + struct.pack("<IHHIIHH", 16, _PCM, 1, rate, rate * 2, 2, 16)
-    blob = header + b"data" + struct.pack("<I", len(pcm)) + pcm
-    if str(path):
-        Path(path).write_bytes(blob)
-    return blob
 
 
 # ------------------------------------------------------------------ the library
@@ -238,4 +227,4 @@ def clip_path(directory: str | Path, name: str) -> Path:
     return Path(directory) / f"{check_clip_name(name)}.wav"
 
 
-__all__ = ["Clip", "ClipError", "ClipLibrary", "check_clip_name", "clip_path", "read_wav", "write_wav"]
+__all__ = ["Clip", "ClipError", "ClipLibrary", "check_clip_name", "clip_path", "read_wav"]

@@ -22,7 +22,7 @@ from edgetts.engine import AudioChunk, SynthesisConfig
 from edgetts.errors import SynthesisError, UnspeakableTextError, VoiceError
 from edgetts.text.prepare import Prepared, TextOptions
 from edgetts.voice.onnx_session import Runs, RuntimeOptions, create_session, return_free_heap
-from edgetts.voice.piper.check_feeds import check_feeds
+from edgetts.voice.piper.check_feeds import check_feeds, model_feeds
 from edgetts.voice.piper.fast_start import stream_fast, word_ends
 from edgetts.voice.piper.frontend import Pause, PiperFrontend, Sentence
 from edgetts.voice.piper.graph_split import SplitModels
@@ -174,7 +174,7 @@ class PiperVoice:
         voice = (self.config.noise_scale, self.config.length_scale, self.config.noise_w)
         return np.array([v if g is None else g for g, v in zip(given, voice)], dtype=np.float32)
 
-    def _speaker(self, config: SynthesisConfig) -> np.ndarray | None:
+    def _speaker(self, config: SynthesisConfig) -> int | None:
         if not self._has_sid:
             if config.speaker_id not in (None, 0):
                 raise SynthesisError(f"voice {self.name} has one speaker; speaker_id {config.speaker_id} is invalid")
@@ -184,20 +184,11 @@ class PiperVoice:
             raise SynthesisError(
                 f"speaker_id {sid} is out of range for voice {self.name} ({self.config.num_speakers} speakers)"
             )
-        return np.array([sid], dtype=np.int64)
+        return sid
 
     def _feeds(self, ids: Sequence[int], config: SynthesisConfig) -> dict[str, np.ndarray]:
-        feeds: dict[str, np.ndarray] = {
-            "input": np.asarray(ids, dtype=np.int64)[np.newaxis, :],
-            "input_lengths": np.array([len(ids)], dtype=np.int64),
-            "scales": self._scales(config),
-        }
-        sid = self._speaker(config)
-        if sid is not None:
-            feeds["sid"] = sid
-        if self._seeded:
-            feeds[NOISE_SEED_INPUT] = seed_feed(config.seed)
-        return feeds
+        scales, speaker = self._scales(config), self._speaker(config)
+        return model_feeds(ids, scales, speaker, seed_feed(config.seed) if self._seeded else None)
 
     def _run(self, session: Any, feeds: dict[str, np.ndarray], outputs: list[str] | None = None) -> list[np.ndarray]:
         """The one place a model runs (and where what it costs is learned, :class:`SpeedModel`)."""

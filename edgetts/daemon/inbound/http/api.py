@@ -20,10 +20,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from edgetts.audio.convert import float_to_int16
+from edgetts.audio.wav import wav_bytes
 from edgetts.daemon.admission.admit import parse
 from edgetts.daemon.admission.intake import PayloadError, decode_json, prescan
 from edgetts.daemon.inbound.control import Control, Verdict
-from edgetts.daemon.inbound.http.common import Console, Problem, console, dumps, read_body, wav_bytes
+from edgetts.daemon.inbound.http.common import Console, Problem, console, dumps, read_body
 from edgetts.daemon.playout.clips import ClipError, check_clip_name
 from edgetts.vocabulary import NAME_RE
 

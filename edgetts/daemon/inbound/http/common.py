@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import wave
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
@@ -83,39 +80,8 @@ async def json_object(request: Request) -> dict[str, Any]:
     return obj
 
 
-def wav_header(rate: int, data_bytes: int | None = None) -> bytes:
-    """A 16-bit mono WAV header; ``data_bytes`` None = streamed (sizes unknown: 0xFFFFFFFF, read to the end)."""
-    size = 0xFFFFFFFF if data_bytes is None else data_bytes
-    riff = 0xFFFFFFFF if data_bytes is None else 36 + data_bytes
-    return (
-        b"RIFF"
-        + riff.to_bytes(4, "little")
-        + b"WAVEfmt "
-        + (16).to_bytes(4, "little")
-        + (1).to_bytes(2, "little")
-        + (1).to_bytes(2, "little")
-        + rate.to_bytes(4, "little")
-        + (rate * 2).to_bytes(4, "little")
-        + (2).to_bytes(2, "little")
-        + (16).to_bytes(2, "little")
-        + b"data"
-        + size.to_bytes(4, "little")
-    )
-
-
-def wav_bytes(pcm: np.ndarray, rate: int) -> bytes:
-    """A whole 16-bit mono WAV file of ``pcm`` (int16)."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(np.asarray(pcm, dtype="<i2").tobytes())
-    return out.getvalue()
-
-
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-__all__ = ["Console", "Problem", "console", "json_object", "problem_response", "read_body", "wav_bytes", "wav_header"]
+__all__ = ["Console", "Problem", "console", "json_object", "problem_response", "read_body"]

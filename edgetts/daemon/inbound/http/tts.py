@@ -20,10 +20,11 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from edgetts.audio.wav import wav_bytes, wav_header
 from edgetts.daemon.admission.admit import prepared
 from edgetts.daemon.admission.intake import PayloadError, clean_text
 from edgetts.daemon.assets import Assets
-from edgetts.daemon.inbound.http.common import Console, Problem, console, json_object, wav_bytes, wav_header
+from edgetts.daemon.inbound.http.common import Console, Problem, console, json_object
 from edgetts.daemon.playout.client_synthesis import SideBusy, SideStream
 from edgetts.daemon.playout.phrase_cache import voice_synthesis_config
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
