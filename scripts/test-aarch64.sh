@@ -392,10 +392,11 @@ compare_seeded() {  # the same seeded sentences on both: sample counts, max and 
   local root=$1 py work=$dir/compare
   py=$(host_python)
   mkdir -p "$work"
-  PYTHONPATH=$here ORT_DISABLE_TELEMETRY=1 "$py" "$here/tools/seeded_pcm.py" make "$work/seeded-x86.npz" --threads 2
-  in_chroot "$root" /bin/sh -c 'cd /tmp && python /src/edgetts/tools/seeded_pcm.py make /tmp/seeded-arm.npz --threads 2'
+  # the checkout on PYTHONPATH: `-m tools.seeded_pcm` and the checkout's edgetts, whatever the cwd
+  PYTHONPATH=$here ORT_DISABLE_TELEMETRY=1 "$py" -m tools.seeded_pcm make "$work/seeded-x86.npz" --threads 2
+  in_chroot "$root" /bin/sh -c 'cd /tmp && PYTHONPATH=/src/edgetts python -m tools.seeded_pcm make /tmp/seeded-arm.npz --threads 2'
   cp "$root/tmp/seeded-arm.npz" "$work/"
-  "$py" "$here/tools/seeded_pcm.py" compare "$work/seeded-x86.npz" "$work/seeded-arm.npz" \
+  PYTHONPATH=$here "$py" -m tools.seeded_pcm compare "$work/seeded-x86.npz" "$work/seeded-arm.npz" \
     --json "$dir/seeded-comparison.json" >&2
 }
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,10 +12,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 # Optimised-model cache of this test run only (subprocesses inherit it).
 os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the support package
-from support.paths import TOOLS  # noqa: E402
-
-sys.path.insert(0, str(TOOLS))  # generators in tools/ are imported by tests
+# support.* (tests/) and tools.* (the root) import through pytest's pythonpath (pyproject.toml).
 # The broker, ALSA capture, notify-socket and paced-sink fixtures, for every test module.
 pytest_plugins = ["support.broker", "support.alsa", "support.notify", "support.daemon", "support.paced"]
 
@@ -49,7 +45,7 @@ def piper_voice():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def test_voices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Tiny generated voices for fault cases: ok, wrong_inputs, nan, multi."""
-    from make_test_voice import KINDS, make_voice
+    from tools.make_test_voice import KINDS, make_voice
 
     out = tmp_path_factory.mktemp("voices")
     return {kind: make_voice(out, kind) for kind in KINDS}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from support.imports import Module, all_imports, load_modules
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = "edgetts"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 """Sizes that fail the suite: a backstop against a module or function nobody split."""
@@ -35,80 +35,6 @@ FORBIDDEN: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("edgetts.daemon",), ("edgetts.client", "edgetts.cli")),
 )
 """(importers, what they must not import): each a module or package name, prefixes by dots."""
-
-
-@dataclass(frozen=True)
-class Import:
-    """One imported name: ``target`` is an edgetts module, or the top-level name of another package."""
-
-    source: str
-    target: str
-    path: Path
-    line: int
-
-    def where(self, root: Path) -> str:
-        return f"{self.path.relative_to(root)}:{self.line}"
-
-
-@dataclass(frozen=True)
-class Module:
-    name: str
-    path: Path
-    tree: ast.Module
-    lines: int
-
-
-def load_modules(root: Path, folder: str = PACKAGE) -> dict[str, Module]:
-    """Every module under ``root / folder``, by dotted name (a package by its own name)."""
-    modules: dict[str, Module] = {}
-    for path in sorted((root / folder).rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        text = path.read_text(encoding="utf-8")
-        modules[".".join(parts)] = Module(".".join(parts), path, ast.parse(text, str(path)), len(text.splitlines()))
-    return modules
-
-
-def _is_package(module: Module) -> bool:
-    return module.path.name == "__init__.py"
-
-
-def _base(module: Module, node: ast.ImportFrom) -> str:
-    """The absolute module a ``from`` import names, relative ones resolved against ``module``."""
-    if not node.level:
-        return node.module or ""
-    parts = module.name.split(".")
-    keep = len(parts) - node.level + (1 if _is_package(module) else 0)
-    return ".".join(parts[:keep] + ([node.module] if node.module else []))
-
-
-def _resolve(name: str, modules: dict[str, Module]) -> str:
-    """An edgetts module stays itself (or its nearest existing parent); others: their top-level name."""
-    if name.split(".")[0] != PACKAGE:
-        return name.split(".")[0]
-    while name not in modules and "." in name:
-        name = name.rsplit(".", 1)[0]
-    return name
-
-
-def imports_of(module: Module, modules: dict[str, Module]) -> Iterator[Import]:
-    """Everything ``module`` imports, anywhere in the file; ``from pkg import name`` names
-    ``pkg.name`` when that is a module, else ``pkg``."""
-    for node in ast.walk(module.tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(module.name, _resolve(alias.name, modules), module.path, node.lineno)
-        elif isinstance(node, ast.ImportFrom):
-            base = _base(module, node)
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                target = sub if sub in modules else base
-                yield Import(module.name, _resolve(target, modules), module.path, node.lineno)
-
-
-def all_imports(modules: dict[str, Module]) -> list[Import]:
-    return [imp for module in modules.values() for imp in imports_of(module, modules)]
 
 
 def _within(name: str, prefixes: Iterable[str]) -> bool:
@@ -291,21 +217,103 @@ def test_the_checker_finds_planted_faults(planted: Path) -> None:
     assert size_problems(planted, found) == []
 
 
-_REPO_FIRST = ("sys.path.insert(0, str(Path(__file__).resolve().parents[1]))", "sys.path.insert(0, str(ROOT))")
+_LIST_EDITS = frozenset({"insert", "append", "extend", "remove", "pop", "clear", "reverse", "sort", "__setitem__"})
+"""The methods that change a list in place: on ``sys.path`` each is an edit."""
 
 
-def test_tools_that_import_edgetts_import_this_checkout_s() -> None:
-    """A benchmark run from a venv whose editable install points at another clone measured that
-    clone (it happened, 5 December): every tool that imports edgetts puts its own checkout first."""
-    missing = []
-    for path in sorted((ROOT / "tools").glob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        tree = ast.parse(source)
-        imports = any(
-            (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE)
-            or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names))
-            for node in ast.walk(tree)
-        )
-        if imports and not any(line in source for line in _REPO_FIRST):
-            missing.append(path.name)
-    assert missing == []
+def _path_edits(tree: ast.AST, first_line: int = 1) -> list[tuple[int, str]]:
+    """Edits of ``sys.path`` and ``site.addsitedir`` calls in one module, through any alias, and in the code
+    of its string constants (a child's ``python -c`` source) except those under a ``PLANTED*`` name."""
+    names: dict[str, set[str]] = {"sys": {"sys"}, "site": {"site"}, "sys.path": set(), "site.addsitedir": set()}
+    planted: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names.get(alias.name, set()).add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                names.get(f"{node.module}.{alias.name}", set()).add(alias.asname or alias.name)
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith("PLANTED") for t in node.targets):
+            planted.update(id(n) for n in ast.walk(node.value))
+
+    def named(node: ast.AST, module: str, attr: str) -> bool:  # sys.path, s.path, or a `from sys import path`
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return node.attr == attr and node.value.id in names[module]
+        return isinstance(node, ast.Name) and node.id in names[f"{module}.{attr}"]
+
+    def targets(node: ast.AST) -> list[ast.AST]:
+        found = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        flat = [e for t in found for e in (t.elts if isinstance(t, ast.Tuple | ast.List) else [t])]
+        # `sys.path = ...` and `sys.path[:0] = ...` edit it; a bare `path = ...` only rebinds a name
+        return [
+            t.value if isinstance(t, ast.Subscript) else t
+            for t in flat
+            if isinstance(t, ast.Subscript | ast.Attribute) or isinstance(node, ast.AugAssign)
+        ]
+
+    edits = []
+    for node in ast.walk(tree):
+        line = first_line + getattr(node, "lineno", 1) - 1
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _LIST_EDITS:
+            if named(node.func.value, "sys", "path"):
+                edits.append((line, f"sys.path.{node.func.attr}"))
+        if isinstance(node, ast.Call) and named(node.func, "site", "addsitedir"):
+            edits.append((line, "site.addsitedir"))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            edits += [(line, "sys.path assigned") for t in targets(node) if named(t, "sys", "path")]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in planted:
+            if "sys" in node.value or "site" in node.value:
+                try:
+                    edits += _path_edits(ast.parse(node.value), line)
+                except (SyntaxError, ValueError):
+                    pass  # text, not code (or not even encodable: a lone surrogate)
+    return sorted(edits)
+
+
+def path_edit_problems(root: Path, folders: Iterable[str]) -> list[str]:
+    problems = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            problems += [f"{path.relative_to(root)}:{line}: {what}" for line, what in _path_edits(tree)]
+    return problems
+
+
+def test_nothing_edits_sys_path() -> None:
+    """Tools run as ``python -m tools.NAME`` from the root (so this checkout's edgetts comes first: a
+    benchmark once measured another clone's, 5 December) and tests import ``tools.*`` and ``support.*``
+    through pytest's pythonpath; test children get ``cwd`` or ``PYTHONPATH``.  One way to find modules."""
+    _fail_on(
+        "sys.path edits (run with -m from the root, or set PYTHONPATH)", path_edit_problems(ROOT, ["tools", "tests"])
+    )
+
+
+PLANTED_PATH_EDITS = {
+    "tools/a.py": "import sys\n\nsys.path.insert(0, '.')\nsys.path.append('x')\n",
+    "tools/b.py": (
+        "import site\nimport sys as s\nfrom sys import path as p\n\np += ['z']\n\n\ndef f():\n"
+        "    s.path = ['x']\n    s.path[:0] = ['y']\n    p.extend(['w'])\n    site.addsitedir('v')\n"
+    ),
+    "tests/c.py": 'CHILD = """\nimport sys\nsys.path.insert(0, sys.argv[1])\n"""\n',
+    "tests/fine.py": (
+        "import os\nimport sys\n\nprint(sys.path[0], sys.path.index('x'), sys.path.copy())\npath = ['x']\n"
+        "path.append('y')\nos.environ['PYTHONPATH'] = '.'\nTEXT = 'not code: sys.path.insert('\n"
+    ),
+}
+"""One of each kind of sys.path edit, and things that are none: a test child's code in a string counts."""
+
+
+def test_the_sys_path_checker_finds_planted_edits(tmp_path: Path) -> None:
+    for name, text in PLANTED_PATH_EDITS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert path_edit_problems(tmp_path, ["tools", "tests"]) == [
+        "tools/a.py:3: sys.path.insert",
+        "tools/a.py:4: sys.path.append",
+        "tools/b.py:5: sys.path assigned",
+        "tools/b.py:9: sys.path assigned",
+        "tools/b.py:10: sys.path assigned",
+        "tools/b.py:11: sys.path.extend",
+        "tools/b.py:12: site.addsitedir",
+        "tests/c.py:3: sys.path.insert",
+    ]

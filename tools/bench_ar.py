@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the block KV cache against a naive HF-layout export on a CosyVoice2-shaped LM.
 
-    python tools/bench_ar.py --json bench-ar.json [--threads 2] [--cache-dir DIR]
+    python -m tools.bench_ar --json bench-ar.json [--threads 2] [--cache-dir DIR]
 
 The model has CosyVoice2's attention shape (24 layers, 14 query heads, 2 KV heads,
 head_dim 64, hidden 896) with random weights; the MLP (intermediate 1024 instead
@@ -38,13 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
-
-from export_qwen2_onnx import random_qwen2_weights, save_model
-from make_ar_test_voice import TINY_SHAPE
-from qwen2_graph import LmShape, build_block_lm, build_naive_lm
+from tools.export_qwen2_onnx import random_qwen2_weights, save_model
+from tools.make_ar_test_voice import TINY_SHAPE
+from tools.qwen2_graph import LmShape, build_block_lm, build_naive_lm
+from tools.results import default_path, write_result
 
 SHAPE = LmShape(
     vocab_size=6564,
@@ -76,7 +73,7 @@ def export_models(cache: Path) -> tuple[Path, Path]:
     """Build both models in a child process, so this one never holds the weights' memory."""
     block, naive = model_paths(cache)
     if not (block.is_file() and naive.is_file()):
-        subprocess.run([sys.executable, __file__, "--child", "export", "--model", str(cache)], check=True)
+        subprocess.run([sys.executable, "-m", "tools.bench_ar", "--child", "export", "--model", str(cache)], check=True)
     return block, naive
 
 
@@ -260,7 +257,8 @@ def run_child(kind: str, path: Path, threads: int) -> dict:
     r = subprocess.run(
         [
             sys.executable,
-            __file__,
+            "-m",
+            "tools.bench_ar",
             "--child",
             kind,
             "--model",
@@ -279,7 +277,9 @@ def run_child(kind: str, path: Path, threads: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument(
+        "--json", type=Path, default=default_path("bench_ar"), help="write the results here (default: %(default)s)"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "edgetts-bench-ar")
     ap.add_argument("--child", choices=("block", "naive", "export"), help=argparse.SUPPRESS)
@@ -323,8 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     print_table(result)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("bench_ar", result, args.json, argv)
     return 0 if result["cached_equals_full"] else 1
 
 

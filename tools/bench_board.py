@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """edgetts against piper-tts on a slow board: this machine's core slowed to a Pi 4's by a CPU quota.
 
-    python tools/bench_board.py [--corpus F] [--piper-rtf X] [--threads N] [--runs N] [--lines N] --json OUT
+    python -m tools.bench_board [--corpus F] [--piper-rtf X] [--threads N] [--runs N] [--lines N] --json OUT
 
 The quota is calibrated first (tools/slowboard.py: piper-tts on the joe voice
 at 1 thread runs at ``--piper-rtf``, 0.8 = one Pi 4 core; ``--quota`` skips
@@ -40,13 +40,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import DEFAULT_CORPUS  # noqa: E402  (the held-out announcement lines)
-from benchstats import percentile  # noqa: E402
-from paced_sink import PacedSink, find_gaps, onset_s  # noqa: E402
-from slowboard import CpuQuota, ask, calibrate, period_for, start_worker, stop_worker  # noqa: E402
+from tools.bench_engine import DEFAULT_CORPUS  # (the held-out announcement lines)
+from tools.benchstats import percentile
+from tools.paced_sink import PacedSink, find_gaps, onset_s
+from tools.results import default_path, write_result
+from tools.slowboard import CpuQuota, ask, calibrate, period_for, start_worker, stop_worker
 
-WORKER = Path(__file__).resolve().parent / "board_worker.py"
+WORKER = "tools.board_worker"
 RATE = 22050
 """The joe voice's rate, which the daemon opens the device at: the paced sink runs at it."""
 FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "underruns", "gap_ms_total", "cpu_s_total")
@@ -117,7 +117,7 @@ def run_once(
     """
     lines_file = scratch / "lines.json"
     lines_file.write_text(json.dumps(lines))
-    argv = [str(WORKER), "--lines-file", str(lines_file), "--threads", str(args.threads), "--seed", str(1000 + rep)]
+    argv = ["-m", WORKER, "--lines-file", str(lines_file), "--threads", str(args.threads), "--seed", str(1000 + rep)]
     if args.whole:
         argv.append("--whole")
     if rep % 2:
@@ -284,7 +284,9 @@ def main() -> int:
         "shared: in the inference's quota",
     )
     parser.add_argument("--keep", type=Path, help="keep each run's recording (s16le) and raw figures here")
-    parser.add_argument("--json", type=Path, required=True, help="write the results here")
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_board"), help="write the results here (default: %(default)s)"
+    )
     args = parser.parse_args()
     # SIGTERM (and SIGINT, which a shell's background job ignores) unwinds like an exception, so
     # the quota group, the worker and the sink are cleaned up.
@@ -327,8 +329,7 @@ def main() -> int:
     res["worker"] = [r["_worker"] for r in raw]
     res["per_line"] = {"text": lines, **{name: [r[name] for r in raw] for name in raw[0] if not name.startswith("_")}}
     print_table(res)
-    args.json.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"\nwrote {args.json}")
+    print(f"\nwrote {write_result('bench_board', res, args.json)}")
     return 0
 
 

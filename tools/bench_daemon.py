@@ -29,7 +29,7 @@ In one run it:
     tools/bench_engine.py's piper-tts child on the same lines for its engine-only peak,
 and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
 
-    .venv-test/bin/python tools/bench_daemon.py [--rounds 2] [--threads N]
+    .venv-test/bin/python -m tools.bench_daemon [--rounds 2] [--threads N]
         [--streaming [--fast-start-ids N] | --whole] [--http] [--json out.json]
 """
 
@@ -50,13 +50,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchstats import percentile
-from daemon_rig import EventClient, free_port, start_broker
+from edgetts.daemon.playout.latency import HOPS
+
+from tools.benchstats import percentile
+from tools.daemon_rig import EventClient, free_port, start_broker
+from tools.results import default_path, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(ROOT))
-from edgetts.daemon.playout.latency import HOPS
 
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 
@@ -271,9 +271,18 @@ def measure(
 
 def piper_engine_peak_mb(corpus: Path, threads: int | None) -> float:
     """piper-tts's engine-only peak RSS over ``corpus`` (tools/bench_engine.py's piper child)."""
-    engine = Path(__file__).with_name("bench_engine.py")
     out = subprocess.run(
-        [sys.executable, str(engine), "--child", "piper", "--threads", str(threads or 1), "--corpus", str(corpus)],
+        [
+            sys.executable,
+            "-m",
+            "tools.bench_engine",
+            "--child",
+            "piper",
+            "--threads",
+            str(threads or 1),
+            "--corpus",
+            str(corpus),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -341,7 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fast-start-ids", type=int, default=0, help="with --streaming: voice.fast_start_ids")
     ap.add_argument("--whole", action="store_true", help="the daemon with voice.streaming: false")
     ap.add_argument("--http", action="store_true", help="also announce each line by POST /api/announce")
-    ap.add_argument("--json", type=Path, default=None, help="write the numbers here")
+    ap.add_argument(
+        "--json", type=Path, default=default_path("bench_daemon"), help="write the numbers here (default: %(default)s)"
+    )
     ap.add_argument(
         "--keep",
         type=Path,
@@ -382,26 +393,21 @@ def main(argv: list[str] | None = None) -> int:
         "  of which receipt -> first PCM (latency_ms), hit": summary(numbers["cached_internal_ms"]),
     }
     _print_table(rows, numbers)
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "hops_median_ms": {name: statistics.median(v) for name, v in numbers["hops_ms"].items()},
-                    "daemon_median_ms": statistics.median(numbers["daemon_ms"]),
-                    "engine_median_ms": statistics.median(numbers["engine_ms"]),
-                    "daemon_minus_engine_median_ms": statistics.median(overhead),
-                    "corpus": str(args.corpus),
-                    "rounds": args.rounds,
-                    "cpu_count": os.cpu_count(),
-                    "streaming": args.streaming,
-                    "fast_start_ids": args.fast_start_ids,
-                    "whole": args.whole,
-                    "summary": rows,
-                    **numbers,
-                },
-                indent=2,
-            )
-        )
+    result = {
+        "hops_median_ms": {name: statistics.median(v) for name, v in numbers["hops_ms"].items()},
+        "daemon_median_ms": statistics.median(numbers["daemon_ms"]),
+        "engine_median_ms": statistics.median(numbers["engine_ms"]),
+        "daemon_minus_engine_median_ms": statistics.median(overhead),
+        "corpus": str(args.corpus),
+        "rounds": args.rounds,
+        "cpu_count": os.cpu_count(),
+        "streaming": args.streaming,
+        "fast_start_ids": args.fast_start_ids,
+        "whole": args.whole,
+        "summary": rows,
+        **numbers,
+    }
+    print(f"wrote {write_result('bench_daemon', result, args.json, argv)}")
     return 0
 
 

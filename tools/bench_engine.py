@@ -7,7 +7,7 @@ two engines alternate within each repetition (so machine noise hits both
 alike), and the table reports medians over repetitions and the ratio
 edgetts / piper.
 
-    python tools/bench_engine.py [--corpus F] [--runs N] [--threads 1 2] [--noise zero|voice] [--json OUT]
+    python -m tools.bench_engine [--corpus F] [--runs N] [--threads 1 2] [--noise zero|voice] [--json OUT]
 
 The reference peer is piper-tts (test/benchmark environment only), run on an
 onnxruntime session with the same thread count (piper's own loader takes no
@@ -51,10 +51,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import sherpa_voice
-from benchstats import percentile
+from tools import sherpa_voice
+from tools.benchstats import percentile
+from tools.results import default_path, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "announcements.txt"
@@ -152,7 +151,7 @@ def child(engine: str, threads: int, corpus: Path, noise: str, seed: int) -> dic
     if engine == "piper":
         speak = _load_piper(threads, zero)
     elif engine == "sherpa":
-        from bench_sherpa import load_sherpa
+        from tools.bench_sherpa import load_sherpa
 
         speak = load_sherpa(sherpa_voice.load(SHERPA_DIR), threads, zero)
     else:
@@ -215,7 +214,8 @@ def run_child(engine: str, threads: int, corpus: Path, noise: str, seed: int) ->
     out = subprocess.run(
         [
             sys.executable,
-            __file__,
+            "-m",
+            "tools.bench_engine",
             "--child",
             engine,
             "--threads",
@@ -345,7 +345,9 @@ def main() -> int:
         default="zero",
         help="zero: deterministic (default); voice: the voice's noise, seeded per run",
     )
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_engine"), help="write the results here (default: %(default)s)"
+    )
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -362,9 +364,7 @@ def main() -> int:
     for threads in args.threads:
         results["threads"][str(threads)] = compare(measure_threads(threads, args.runs, args.corpus, args.noise))
     print_table(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
+    print(f"\nwrote {write_result('bench_engine', results, args.json)}")
     return 0
 
 

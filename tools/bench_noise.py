@@ -2,7 +2,7 @@
 """What seeded noise (issue 19) costs per sentence: the voice's graph as shipped against the
 same graph with its random nodes replaced (edgetts.voice.piper.seeded_noise).
 
-    python tools/bench_noise.py [--corpus F] [--runs N] [--threads 1] [--json OUT]
+    python -m tools.bench_noise [--corpus F] [--runs N] [--threads 1] [--json OUT]
 
 For every sentence of the corpus, the whole model runs with the voice's own noise, as shipped
 and seeded, alternating (so machine noise hits both alike); the front of the streaming split
@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from tools.results import default_path, write_result
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 
@@ -124,13 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_noise"), help="write the results here (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     result = measure(args.corpus, args.runs, args.threads)
     text = json.dumps(result, indent=2)
     print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    write_result("bench_noise", result, args.json, argv)
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long normalisation takes per sentence: median and p95 in microseconds.
 
-    python tools/bench_normalize.py [--rounds 200] [--prepare]
+    python -m tools.bench_normalize [--rounds 200] [--prepare]
 
 Runs over the announcements corpus (tests/data/announcements.txt) plus a few
 number-heavy sentences. Timing lives here, not in the tests (no timed assertions).
@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from edgetts.text.normalize import normalize
 from edgetts.text.prepare import prepare
 

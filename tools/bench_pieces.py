@@ -7,7 +7,7 @@ sentence without punctuation, once, at noise 0; reported are the run's time, its
 speech, the peak RSS over the loaded voice, and RSS after the voice let go of the
 text (arena shrinkage and malloc_trim).
 
-    python tools/bench_pieces.py [--ids 200 400 800 1600] [--threads 2]
+    python -m tools.bench_pieces [--ids 200 400 800 1600] [--threads 2]
 """
 
 from __future__ import annotations

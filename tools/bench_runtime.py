@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Edge runtime benchmark (issue 5), one run, side by side.
 
-    python tools/bench_runtime.py [--rounds N] [--idle-s S] [--interval-s S] [--quick] [--json OUT]
+    python -m tools.bench_runtime [--rounds N] [--idle-s S] [--interval-s S] [--quick] [--json OUT]
 
 1. ``hog``: p50/p95 time to first audio over the announcement corpus while a
    CPU hog (a busy-looping child process) runs on the other core(s):
@@ -50,15 +50,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-
-from benchstats import percentile  # noqa: E402
 
 from edgetts.daemon.pacing.keepalive import KEEPALIVE_TEXT, Keepalive  # noqa: E402
 from edgetts.engine import SynthesisConfig  # noqa: E402
 from edgetts.runtime.affinity import pin_current_thread  # noqa: E402
 from edgetts.runtime.topology import default_threads, detect, resolve_cores  # noqa: E402
+
+from tools.benchstats import percentile  # noqa: E402
+from tools.results import default_path, write_result  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 NOISELESS = SynthesisConfig(noise_scale=0.0, noise_w=0.0)
@@ -298,7 +298,9 @@ def bench_memory() -> dict[str, Any]:
     for mode in ("plain", "mlock own map", "mlockall(MCL_CURRENT)"):
         runs = []
         for _ in range(3):
-            r = subprocess.run([sys.executable, __file__, "--_memprobe", mode], capture_output=True, text=True)
+            r = subprocess.run(
+                [sys.executable, "-m", "tools.bench_runtime", "--_memprobe", mode], capture_output=True, text=True
+            )
             if r.returncode != 0:
                 raise RuntimeError(r.stderr[-500:])
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
@@ -363,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="samples per idle/reclaim row")
     parser.add_argument("--quick", action="store_true", help="1 round, 5 s idle, 2 repeats (a smoke run)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["hog", "idle", "memory"])
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_runtime"), help="write the results here (default: %(default)s)"
+    )
     parser.add_argument("--_memprobe", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._memprobe:
@@ -382,8 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     result["load_at_end"] = os.getloadavg()[0]
     print(table(result))
     print(f"\nload average: {result['load_at_start']:.2f} at start, {result['load_at_end']:.2f} at end")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("bench_runtime", result, args.json, argv)
     return 0
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-from sherpa_voice import SherpaVoice
+
+from tools.sherpa_voice import SherpaVoice
 
 _LANG_SWITCH = re.compile(r"\([^)]+\)")  # espeak-ng's "(fr)" flags around foreign words
 

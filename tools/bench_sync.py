@@ -9,8 +9,8 @@ every speaker by cross-correlation with the announcement's own samples; reported
 the spread between speakers and the error against `play_at` (median, max over
 every announcement), and how many starts joined late.
 
-    python tools/bench_sync.py --daemons 3 --json sync-3.json
-    python tools/bench_sync.py --daemons 8 --announcements 20 --json sync-8.json
+    python -m tools.bench_sync --daemons 3 --json sync-3.json
+    python -m tools.bench_sync --daemons 8 --announcements 20 --json sync-8.json
 
 JSON: {"daemons", "announcements", "spread_ms_median", "spread_ms_max",
 "play_at_error_ms_median", "play_at_error_ms_max", "late_joins", ...} (the first
@@ -27,10 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from daemon_rig import start_broker  # noqa: E402
-from sync_rig import SyncRig, heard, reference_audio  # noqa: E402
+from tools.daemon_rig import start_broker
+from tools.results import default_path, write_result
+from tools.sync_rig import SyncRig, heard, reference_audio
 
 LINES = (
     "The train to the airport is arriving at platform two.",
@@ -98,14 +97,15 @@ def main() -> int:
     parser.add_argument("--daemons", type=int, default=3)
     parser.add_argument("--announcements", type=int, default=20)
     parser.add_argument("--lead", type=float, help="seconds to play_at (default: from the members' speed)")
-    parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_sync"), help="write the result here (default: %(default)s)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         result = run(args.daemons, args.announcements, args.lead, Path(tmp))
     text = json.dumps(result, indent=2)
     print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    write_result("bench_sync", result, args.json)
     return 0
 
 

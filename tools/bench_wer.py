@@ -9,7 +9,7 @@ file is decoded by a fresh pocketsphinx decoder (its live cepstral-mean
 normalisation otherwise carries over from one utterance to the next and moves a
 figure by ~1.5 points with the order of decoding, ../shared/notes/benchmarking.md).
 
-    python tools/bench_wer.py [--seeds 0 1 ... 9] [--threads 2] [--json OUT]
+    python -m tools.bench_wer [--seeds 0 1 ... 9] [--threads 2] [--json OUT]
 
 A figure moves by a point or two with anything that changes the audio at all (another noise seed,
 the same audio 2 dB quieter), so the modes are compared pair by pair: the same line and seed
@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(ROOT))
-
 import numpy as np
 
-from support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
+from tools.results import default_path, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MODES = ("default", "whole", "fast_forced")
 
@@ -136,7 +133,9 @@ def main() -> int:
     # Ten seeds: with three, the paired difference's standard error was about a point.
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_wer"), help="write the results here (default: %(default)s)"
+    )
     args = parser.parse_args()
     result = measure(args.seeds, args.threads)
     print(json.dumps({m: round(result[m]["wer_mean"], 3) for m in MODES}))
@@ -145,8 +144,7 @@ def main() -> int:
         f"{result['default_minus_whole_se']:.4f}); of {result['pairs']} pairs default worse in "
         f"{result['pairs_default_worse']}, better in {result['pairs_default_better']}"
     )
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("bench_wer", result, args.json)
     return 0
 
 

@@ -7,7 +7,7 @@ over the `wyoming` package's own client; the servers alternate line by line, so 
 noise hits both alike.  Measured per line: seconds from sending `synthesize` to the first
 `audio-chunk`, and to `audio-stop`.
 
-    python tools/bench_wyoming.py [--corpus F] [--runs N] [--threads T] [--pause S] [--json OUT]
+    python -m tools.bench_wyoming [--corpus F] [--runs N] [--threads T] [--pause S] [--json OUT]
 
 ``--pause`` (0.3 s): quiet before each request, so neither server runs beside the other's
 leftovers (piper-tts's onnxruntime workers spin for ~40 ms after a run).
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import socket
@@ -32,14 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe
+from wyoming.tts import Synthesize
+
+from tools.benchstats import percentile
+from tools.results import default_path, write_result
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
-from benchstats import percentile  # noqa: E402
-from wyoming.audio import AudioChunk  # noqa: E402
-from wyoming.client import AsyncTcpClient  # noqa: E402
-from wyoming.info import Describe  # noqa: E402
-from wyoming.tts import Synthesize  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"
 
@@ -167,7 +167,9 @@ def main() -> int:
         help="seconds of quiet before each request (default 0.3): a server's leftovers "
         "(piper-tts's onnxruntime workers spin on after a run) must not slow the next one",
     )
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument(
+        "--json", type=Path, default=default_path("bench_wyoming"), help="write the results here (default: %(default)s)"
+    )
     args = parser.parse_args()
     lines = [ln.strip() for ln in args.corpus.read_text(encoding="utf-8").splitlines() if ln.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-wyoming-"))
@@ -200,8 +202,7 @@ def main() -> int:
     for name in ("edgetts", "wyoming_piper", "ratio"):
         r = result[name]
         print(f"{name:14} {r['first_chunk_median_s']:>12} {r['first_chunk_p95_s']:>10} {r['total_s']:>8}")  # type: ignore[index]
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_result("bench_wyoming", result, args.json)
     return 0
 
 

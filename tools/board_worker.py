@@ -29,10 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_engine import _load_piper  # noqa: E402  (piper-tts at N threads on its own session)
+from tools.bench_engine import _load_piper  # (piper-tts at N threads on its own session)
 
 REPORT_TIMEOUT_S = 600.0
 """A line's `finished` report must come within this (a wedged player ends the run, not the machine)."""
@@ -166,7 +163,8 @@ class EdgeSide:
     def _produce(self, job: Any, prepared: Any, out: dict[str, Any]) -> None:
         """The synthesis thread's part: every chunk fed as it comes (edgetts.daemon.playout.synthesis._synthesize)."""
         import numpy as np
-        from paced_sink import find_gaps
+
+        from tools.paced_sink import find_gaps
 
         cpu0 = time.thread_time()
         arrivals: list[tuple[float, float]] = []

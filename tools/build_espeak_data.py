@@ -20,9 +20,9 @@ that commit names is in no clone we can reach (:data:`UNAVAILABLE`): Russian is
 built without its extra word list, so ``ru_dict`` is the one file that is not
 piper-tts's.
 
-    python tools/build_espeak_data.py                  # writes edgetts/data/espeak/
-    python tools/build_espeak_data.py --out DIR        # somewhere else (the rebuild test)
-    python tools/build_espeak_data.py --check          # rebuild and compare with the shipped files
+    python -m tools.build_espeak_data                  # writes edgetts/data/espeak/
+    python -m tools.build_espeak_data --out DIR        # somewhere else (the rebuild test)
+    python -m tools.build_espeak_data --check          # rebuild and compare with the shipped files
 
 Needs cmake, make, gcc and g++ (``scripts/system-deps.sh --test``).
 """

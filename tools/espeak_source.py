@@ -17,7 +17,7 @@ clone of espeak-ng checks it).  What the build reads:
 
 The archive is deterministic (sorted, the commit's time on every file, no owners).
 
-    python tools/espeak_source.py --git PATH/TO/espeak-ng.git   # writes tools/espeak-ng/espeak-ng-<commit>.tar.xz
+    python -m tools.espeak_source --git PATH/TO/espeak-ng.git   # writes tools/espeak-ng/espeak-ng-<commit>.tar.xz
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import build_espeak_data as bed
+from tools import build_espeak_data as bed
 
 TOP_FILES = ("CMakeLists.txt", "espeak-ng.pc.in", "COPYING", "COPYING.APACHE", "COPYING.BSD2", "COPYING.UCD")
 TREES = ("cmake/", "espeak-ng-data/", "src/include/", "src/libespeak-ng/", "src/speechPlayer/", "src/ucd-tools/")

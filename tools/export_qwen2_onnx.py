@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Export a Hugging Face ``Qwen2ForCausalLM`` checkpoint to edgetts' ONNX LM contract.
 
-    python tools/export_qwen2_onnx.py CHECKPOINT_DIR OUT.onnx            # block-cache contract
-    python tools/export_qwen2_onnx.py CHECKPOINT_DIR OUT.onnx --naive    # HF-layout concat export
+    python -m tools.export_qwen2_onnx CHECKPOINT_DIR OUT.onnx            # block-cache contract
+    python -m tools.export_qwen2_onnx CHECKPOINT_DIR OUT.onnx --naive    # HF-layout concat export
 
 The checkpoint's weights are read with ``safetensors`` (``pytorch_model.bin`` needs
 torch) and the graph is written by tools/qwen2_graph.py (whose docstring states both
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from qwen2_graph import LmShape, build_block_lm, build_naive_lm
+
+from tools.qwen2_graph import LmShape, build_block_lm, build_naive_lm
 
 
 def random_qwen2_weights(shape: LmShape, seed: int = 0, scale: float = 0.05) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ In one run it:
 It stops by itself after --count payloads or --max-seconds.  Exit status 0 only when there
 was no crash and no violation.
 
-    .venv-test/bin/python tools/fuzz_mqtt.py --count 10000 [--seed 1] [--json out.json]
+    .venv-test/bin/python -m tools.fuzz_mqtt --count 10000 [--seed 1] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_daemon import ASOUND
-from daemon_rig import EventClient, rss_kb, start_broker
-from fuzz_payloads import Case, cases, clean_spoken
+from tools.bench_daemon import ASOUND
+from tools.daemon_rig import EventClient, rss_kb, start_broker
+from tools.fuzz_payloads import Case, cases, clean_spoken
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX, DEVICE = "fuzz", "fuzz"

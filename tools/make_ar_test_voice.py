@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a tiny ``edgetts-ar-1`` voice (random LM + toy decoder + manifest) for tests.
 
-    python tools/make_ar_test_voice.py OUT_DIR [--block-size 8] [--layout prompt_prefix]
+    python -m tools.make_ar_test_voice OUT_DIR [--block-size 8] [--layout prompt_prefix]
 
 The LM is a randomly initialised Qwen2 (2 layers, hidden 64, 4 heads, 2 KV heads,
 vocab 291: 256 byte tokens, sos, task_id, 32 speech tokens, one stop token),
@@ -22,9 +22,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from export_qwen2_onnx import random_qwen2_weights, save_model
-from qwen2_graph import LmShape, build_block_lm
+from tools.export_qwen2_onnx import random_qwen2_weights, save_model
+from tools.qwen2_graph import LmShape, build_block_lm
 
 SPEECH_VOCAB = 32
 SOS, TASK_ID, SPEECH_OFFSET = 256, 257, 258

@@ -20,7 +20,7 @@ language, as a German or Mandarin Piper voice's does (issue 16).  The phoneme ma
 is the default voice's, which is piper-tts's own map of the IPA of every
 language it was trained on, so it covers these languages too.
 
-    python tools/make_test_voice.py OUT_DIR [--kind ok|wrong_inputs|nan|multi|slow] [--iterations N] [--language L]
+    python -m tools.make_test_voice OUT_DIR [--kind ok|wrong_inputs|nan|multi|slow] [--iterations N] [--language L]
 
 Needs the ``onnx`` package (test environment only).
 """

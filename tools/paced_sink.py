@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from pcm_gaps import find_gaps, onset_s  # (re-exported: tests and tools import them from here)
+from tools.pcm_gaps import find_gaps, onset_s  # (re-exported: tests and tools import them from here)
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Seeded synthesis on two machines, compared (issue 19: "the same samples everywhere").
 
-    python tools/seeded_pcm.py make OUT.npz [--threads 2]     # on each machine
-    python tools/seeded_pcm.py compare A.npz B.npz [--json OUT]
+    python -m tools.seeded_pcm make OUT.npz [--threads 2]     # on each machine
+    python -m tools.seeded_pcm compare A.npz B.npz [--json OUT]
 
 ``make`` speaks three announcement sentences with the default voice, whole sentences, noise
 seeded from one announcement id (edgetts.voice.piper.seeded_noise.seed_for), as the daemon
@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 TEXT = (
     "Attention please. The next train to arrive at platform two is the service to Edinburgh. "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make the default voice (en_US-joe-medium) loadable by sherpa-onnx 2.0.1, the second benchmark peer.
 
-    python tools/sherpa_voice.py OUT_DIR
+    python -m tools.sherpa_voice OUT_DIR
 
 sherpa-onnx's VITS loader reads what it needs from the ONNX model's metadata
 (``model_type``, ``comment=piper`` to select Piper's input layout, ``language``,
@@ -34,9 +34,6 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 FORMAT = 1
 """Bumped when the files made here change, so an old OUT_DIR is made again."""
@@ -159,7 +156,7 @@ def convert(out_dir: Path, model: Path | None = None, config: Path | None = None
 def load(out_dir: Path) -> SherpaVoice:
     """A voice :func:`convert` made in ``out_dir`` (reads its files; converts nothing)."""
     if not (out_dir / STAMP).is_file():
-        raise FileNotFoundError(f"no converted voice in {out_dir}: run tools/sherpa_voice.py {out_dir}")
+        raise FileNotFoundError(f"no converted voice in {out_dir}: run python -m tools.sherpa_voice {out_dir}")
     config = json.loads((out_dir / CONFIG).read_text(encoding="utf-8"))
     return SherpaVoice(out_dir / MODEL, out_dir / TOKENS, config)
 

@@ -15,10 +15,10 @@ published figure): a worker process in the group speaks a few lines, and since
 RTF scales about as 1/quota the quota is corrected by measured/target until
 it is within a tolerance.
 
-    python tools/slowboard.py --piper-rtf 0.8            # prints the quota found
-    python tools/slowboard.py --cpus 0.1 -- CMD ARGS...  # runs CMD on a 0.1-CPU core
+    python -m tools.slowboard --piper-rtf 0.8            # prints the quota found
+    python -m tools.slowboard --cpus 0.1 -- CMD ARGS...  # runs CMD on a 0.1-CPU core
 
-Stdlib only, so other tools and tests import it (``sys.path`` += tools/).
+Stdlib only, so other tools and tests import it (``from tools.slowboard import ...``).
 """
 
 from __future__ import annotations
@@ -263,8 +263,7 @@ class CpuQuota:
 # -- calibration -------------------------------------------------------------------
 def _worker_main(threads: int) -> int:
     """The calibration worker: loads piper-tts, says `ready`, then answers each `go` with the lines' RTF."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_engine import _load_piper
+    from tools.bench_engine import _load_piper
 
     speak = _load_piper(threads, zero_noise=True)
     for _ in speak("Warm up."):
@@ -283,7 +282,8 @@ def _worker_main(threads: int) -> int:
 
 
 def start_worker(argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    """A worker process (``python argv...``) that prints one JSON `ready` line once loaded."""
+    """A worker process (``python argv...``: ``-m tools.NAME ...``, found from any cwd as the root goes
+    first on its PYTHONPATH) that prints one JSON `ready` line once loaded."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     full_env = dict(os.environ, ORT_DISABLE_TELEMETRY="1", PYTHONPATH=path, **(env or {}))
     proc = subprocess.Popen(
@@ -293,7 +293,7 @@ def start_worker(argv: list[str], env: dict[str, str] | None = None) -> tuple[su
     line = proc.stdout.readline()
     if not line:
         proc.wait(30)
-        raise RuntimeError(f"worker {argv[0]} exited with {proc.returncode} before it was ready")
+        raise RuntimeError(f"worker {' '.join(argv[:2])} exited with {proc.returncode} before it was ready")
     return proc, json.loads(line)
 
 
@@ -355,7 +355,7 @@ def calibrate(
     CPUs of quota), which gives the first guess, then under each corrected quota.
     """
     say = log or (lambda _msg: None)
-    proc, _ready = start_worker([__file__, "--worker", "--threads", str(threads)])
+    proc, _ready = start_worker(["-m", "tools.slowboard", "--worker", "--threads", str(threads)])
     try:
         with CpuQuota(float(threads)) as group:
             group.add(proc.pid)

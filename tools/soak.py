@@ -21,7 +21,7 @@ RSS growth: the mean of the last hundred samples minus that of the first hundred
 warm-up.  Lost: published but no `finished` (or it was rejected/failed); duplicated: an id
 started more than once, or more plain-text ids than plain-text payloads.  Prints JSON (``--json OUT`` too).
 
-    .venv-test/bin/python tools/soak.py --count 2000 [--window 8] [--timeout 1800] [--json out.json]
+    .venv-test/bin/python -m tools.soak --count 2000 [--window 8] [--timeout 1800] [--json out.json]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon_rig import EventClient, rss_kb, start_broker
+from tools.daemon_rig import EventClient, rss_kb, start_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "announcements.txt"

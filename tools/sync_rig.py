@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from onsets import match
-from paced_sink import PacedSink, Recording
+
+from tools.onsets import match
+from tools.paced_sink import PacedSink, Recording
 
 ROOT = Path(__file__).resolve().parents[1]
-# This checkout's edgetts, not another clone's that the venv may have installed (editable).
-sys.path.insert(0, str(ROOT))
 RATE = 22050
 GROUP = "zone-a"
 PREFIX = "sync"

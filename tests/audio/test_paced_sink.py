@@ -9,7 +9,8 @@ import wave
 from pathlib import Path
 
 import numpy as np
-from paced_sink import PacedSink, find_gaps, onset_s
+
+from tools.paced_sink import PacedSink, find_gaps, onset_s
 
 
 def _tone(seconds: float, rate: int = 22050) -> np.ndarray:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onsets import find_onset
-from paced_sink import PacedSink, Recording, available
 
 from support.paths import ROOT
+from tools.onsets import find_onset
+from tools.paced_sink import PacedSink, Recording, available
 
 RATE = 22050
 TARGETS = 6

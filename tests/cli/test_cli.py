@@ -141,7 +141,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_synth_with_an_autoregressive_voice_manifest(tmp_path: Path) -> None:
-    from make_ar_test_voice import make_voice
+    from tools.make_ar_test_voice import make_voice
 
     manifest = make_voice(tmp_path / "ar")
     out = tmp_path / "ar.wav"

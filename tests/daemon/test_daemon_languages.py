@@ -10,7 +10,7 @@ import pytest
 
 @pytest.mark.mqtt
 def test_a_german_voice_refuses_chinese_text_with_the_reason(daemon_rig, tmp_path: Path) -> None:
-    from make_test_voice import make_voice
+    from tools.make_test_voice import make_voice
 
     model = make_voice(tmp_path, "ok", language="de")
     rig = daemon_rig(real_voices=True, voice_extra=f"model: {model}", online_timeout=60)
@@ -39,7 +39,7 @@ def test_a_german_voice_refuses_chinese_text_with_the_reason(daemon_rig, tmp_pat
 def test_a_voice_whose_language_has_no_espeak_dictionary_does_not_load(daemon_rig, tmp_path: Path) -> None:
     """Faroese: espeak-ng 724808c has its language file and no dictionary (data.cmake builds none).
     Before, such a voice loaded and spoke every word as nothing; now it is a voice that did not load."""
-    from make_test_voice import make_voice
+    from tools.make_test_voice import make_voice
 
     model = make_voice(tmp_path, "ok", language="fo")
     rig = daemon_rig(real_voices=True, voice_extra=f"model: {model}", online_timeout=60)

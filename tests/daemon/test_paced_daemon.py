@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from paced_sink import PacedSink, find_gaps
 
 from support.broker import Broker
 from support.daemon import DaemonProcess, config_yaml
 from support.probe import Probe
 from support.quota import cpu_quota, unavailable
+from tools.paced_sink import PacedSink, find_gaps
 
 pytestmark = pytest.mark.mqtt
 

@@ -14,12 +14,13 @@ import time
 
 import numpy as np
 import pytest
-from paced_sink import PacedSink, find_gaps, onset_s
 
 from edgetts.audio.convert import DeviceFormat
 from edgetts.audio.job import PlaybackJob
 from edgetts.audio.player import Player, PlayerReport, PlayerSettings
 from edgetts.daemon.playout.sound_card import OutputStream
+
+from tools.paced_sink import PacedSink, find_gaps, onset_s
 
 RATE = 22050
 

@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from paced_sink import available
-from sync_rig import GROUP, Announced, SyncRig, back_to_back, heard, reference_audio
 
 from edgetts.client.announce import member_statuses
 from edgetts.daemon.playout.sync import sync_lead
 from edgetts.runtime.clock import clock_health
 
 from support.broker import Broker
+from tools.paced_sink import available
+from tools.sync_rig import GROUP, Announced, SyncRig, back_to_back, heard, reference_audio
 
 pytestmark = pytest.mark.mqtt
 

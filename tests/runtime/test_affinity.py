@@ -172,9 +172,9 @@ def test_onnxruntime_workers_run_on_the_configured_cores(cores, threads, workers
 def test_ar_voice_workers_run_on_the_configured_cores(cores, threads, workers, caller, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """cpu.inference_cores reaches an AR voice's LM and decoder as it does a Piper voice (issue 12):
     the voice is loaded by load_voice, as the daemon's voice loader does."""
-    from make_ar_test_voice import make_voice
-
     from edgetts.voice.catalog import load_voice
+
+    from tools.make_ar_test_voice import make_voice
 
     manifest = make_voice(tmp_path)
 

@@ -99,10 +99,10 @@ def test_locked_weights_as_root_identical_output() -> None:
 def test_ar_voice_weights_locked_as_root_identical_output(tmp_path: Path) -> None:
     """memory.lock reaches an AR voice's LM and decoder as it does a Piper voice (issue 12):
     the voice is loaded by load_voice, as the daemon's voice loader does."""
-    from make_ar_test_voice import make_voice
-
     from edgetts.voice.ar.manifest import load_manifest
     from edgetts.voice.catalog import load_voice
+
+    from tools.make_ar_test_voice import make_voice
 
     manifest = make_voice(tmp_path)
     m = load_manifest(manifest)

@@ -2,7 +2,7 @@
 
 Unlike the ALSA file plugin (support.alsa), it consumes audio at the sink's rate, so a player
 fed too slowly underruns and its recording shows the hole.  One implementation lives in tools/
-(benchmarks use it too); tests/conftest.py puts tools/ on sys.path.
+(benchmarks use it too), imported as tools.paced_sink.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from paced_sink import PacedSink, available
+
+from tools.paced_sink import PacedSink, available
 
 
 @pytest.fixture(scope="module")

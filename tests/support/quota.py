@@ -1,5 +1,5 @@
 """A slow board for tests: one process under a CPU quota, through tools/slowboard.py's CpuQuota (the one
-implementation; benchmarks use it too, tests/conftest.py puts tools/ on sys.path).
+implementation; benchmarks use it too).
 
 The group holds the whole process, threads included, and is removed on exit even when the test fails.
 """
@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from slowboard import V1_ROOT, V2_ROOT, CpuQuota
+from tools.slowboard import V1_ROOT, V2_ROOT, CpuQuota
 
 
 def unavailable() -> str | None:

@@ -9,11 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import paced_sink
 import pytest
-import slowboard
 
-from support.paths import ROOT, TOOLS
+from support.paths import ROOT
+from tools import paced_sink, slowboard
 
 ENGINE_FIELDS = ("rtf_median", "first_audio_median_s", "first_audio_p95_s", "underruns", "gap_ms_total", "cpu_s_total")
 
@@ -31,7 +30,7 @@ def _need_slow_board() -> None:
 
 
 def test_the_earliest_start_is_the_first_that_never_waits_for_a_chunk() -> None:
-    from board_worker import earliest_start, simulate
+    from tools.board_worker import earliest_start, simulate
 
     arrivals = [(1.0, 0.5), (1.2, 0.5), (2.5, 1.0), (2.6, 0.2)]
     start = earliest_start(arrivals)
@@ -50,7 +49,8 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     bench = subprocess.Popen(
         [
             sys.executable,
-            str(TOOLS / "bench_board.py"),
+            "-m",
+            "tools.bench_board",
             "--lines",
             "2",
             "--runs",

@@ -10,8 +10,9 @@ import sys
 import tarfile
 from pathlib import Path
 
-import build_espeak_data as bed
 import pytest
+
+from tools import build_espeak_data as bed
 
 SHIPPED = bed.DEFAULT_OUT
 
@@ -100,7 +101,8 @@ def test_the_tool_rebuilds_the_shipped_files_bit_for_bit() -> None:
     """A C build of espeak-ng 724808c and its data compile, all 118 dictionaries (about 20 s on 2 cores)."""
     _need_build_tools()
     proc = subprocess.run(
-        [sys.executable, str(bed.ROOT / "tools" / "build_espeak_data.py"), "--check"],
+        [sys.executable, "-m", "tools.build_espeak_data", "--check"],
+        cwd=bed.ROOT,
         capture_output=True,
         text=True,
         timeout=1200,

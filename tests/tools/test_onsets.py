@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from onsets import find_onset
+
+from tools.onsets import find_onset
 
 
 def test_find_onset_to_the_sample_whole_or_joined_late() -> None:

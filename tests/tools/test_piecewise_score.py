@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from onsets import match
-from sync_rig import RATE, piecewise_score
+
+from tools.onsets import match
+from tools.sync_rig import RATE, piecewise_score
 
 
 def _speechlike(seed: int, seconds: float) -> np.ndarray:

@@ -16,28 +16,28 @@ import pytest
 
 from edgetts.engine import SynthesisConfig
 
-from support.paths import TOOLS
+from support.paths import ROOT
 
 RATE = 22050
 SHORT = "Mind the gap."
 TWO = "Mind the gap. Please stand clear of the doors."
 
-# argv: tools dir, converted voice dir, output .npz, texts...  Speaks each text with bench_sherpa's
-# engine at 1 thread and zero noise; saves each text's audio and its chunk (callback) sizes.
+# argv: converted voice dir, output .npz, texts... (run with the root as cwd: tools.* import from there).
+# Speaks each text with bench_sherpa's engine at 1 thread and zero noise; saves each text's audio and
+# its chunk (callback) sizes.
 _SPEAK = """
 import json, sys
 from pathlib import Path
 import numpy as np
-sys.path.insert(0, sys.argv[1])
-import sherpa_voice
-from bench_sherpa import SherpaEngine
-engine = SherpaEngine(sherpa_voice.load(Path(sys.argv[2])), threads=1, zero_noise=True)
+from tools import sherpa_voice
+from tools.bench_sherpa import SherpaEngine
+engine = SherpaEngine(sherpa_voice.load(Path(sys.argv[1])), threads=1, zero_noise=True)
 audio, sizes = {}, []
-for i, text in enumerate(sys.argv[4:]):
+for i, text in enumerate(sys.argv[3:]):
     chunks = engine.chunks(text)
     audio[f"text{i}"] = np.concatenate([a for a, _ in chunks]) if chunks else np.zeros(0, np.float32)
     sizes.append([len(a) for a, _ in chunks])
-np.savez(sys.argv[3], **audio)
+np.savez(sys.argv[2], **audio)
 print(json.dumps({"sample_rate": engine.sample_rate, "chunk_sizes": sizes}))
 """
 
@@ -46,7 +46,7 @@ print(json.dumps({"sample_rate": engine.sample_rate, "chunk_sizes": sizes}))
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sherpa-voice")
     subprocess.run(
-        [sys.executable, str(TOOLS / "sherpa_voice.py"), str(out)], check=True, timeout=300, capture_output=True
+        [sys.executable, "-m", "tools.sherpa_voice", str(out)], cwd=ROOT, check=True, timeout=300, capture_output=True
     )
     return out
 
@@ -55,7 +55,8 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sherpa_speech(converted: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[np.ndarray]]:
     npz = tmp_path_factory.mktemp("sherpa-audio") / "audio.npz"
     done = subprocess.run(
-        [sys.executable, "-c", _SPEAK, str(TOOLS), str(converted), str(npz), SHORT, TWO],
+        [sys.executable, "-c", _SPEAK, str(converted), str(npz), SHORT, TWO],
+        cwd=ROOT,
         check=True,
         timeout=300,
         capture_output=True,
@@ -74,7 +75,8 @@ def _envelope(audio: np.ndarray, hop: int = 256) -> np.ndarray:
 
 def test_conversion_adds_sherpa_metadata_and_keeps_the_voice(converted: Path) -> None:
     import onnx
-    from sherpa_voice import default_voice_files
+
+    from tools.sherpa_voice import default_voice_files
 
     source_model, source_config = default_voice_files()
     model = onnx.load(str(converted / "model.onnx"))
@@ -105,7 +107,7 @@ def test_conversion_adds_sherpa_metadata_and_keeps_the_voice(converted: Path) ->
 
 
 def test_conversion_is_skipped_when_up_to_date(converted: Path) -> None:
-    from sherpa_voice import convert, default_voice_files, is_up_to_date
+    from tools.sherpa_voice import convert, default_voice_files, is_up_to_date
 
     before = (converted / "model.onnx").stat().st_mtime_ns
     assert is_up_to_date(converted, *default_voice_files())

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import slowboard
-from slowboard import CpuQuota, period_for, search_quota
+
+from tools import slowboard
+from tools.slowboard import CpuQuota, period_for, search_quota
 
 # A fixed amount of pure-Python work, timed by the process itself after the parent says "go".
 LOOP = """

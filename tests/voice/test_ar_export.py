@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-sys.path.insert(0, str(TOOLS))
 
 torch = pytest.importorskip("torch", reason="torch is needed to build the reference Qwen2 checkpoint")
 transformers = pytest.importorskip("transformers", reason="transformers builds the reference Qwen2")
 
 import onnxruntime as ort
-from make_ar_test_voice import TINY_SHAPE
 
 from edgetts.voice.ar.kv_cache import BlockPool, KvLayout
 from edgetts.voice.ar.lm import BlockLm
 from edgetts.voice.onnx_session import RuntimeOptions
+
+from support.paths import ROOT
+from tools.make_ar_test_voice import TINY_SHAPE
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +43,8 @@ def checkpoint(tmp_path_factory):
 
 def run_cli(*args: str) -> None:
     subprocess.run(
-        [sys.executable, str(TOOLS / "export_qwen2_onnx.py"), *args],
+        [sys.executable, "-m", "tools.export_qwen2_onnx", *args],
+        cwd=ROOT,
         check=True,
         capture_output=True,
         text=True,
@@ -94,10 +93,12 @@ def test_rejects_a_non_qwen2_directory(tmp_path):
     r = subprocess.run(
         [
             sys.executable,
-            str(TOOLS / "export_qwen2_onnx.py"),
+            "-m",
+            "tools.export_qwen2_onnx",
             str(tmp_path),
             str(tmp_path / "x.onnx"),
         ],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
@@ -106,7 +107,7 @@ def test_rejects_a_non_qwen2_directory(tmp_path):
 
 
 def test_large_models_get_external_weights_that_load(tmp_path):
-    from export_qwen2_onnx import build_block_lm, random_qwen2_weights, save_model
+    from tools.export_qwen2_onnx import build_block_lm, random_qwen2_weights, save_model
 
     save_model(
         build_block_lm(TINY_SHAPE, random_qwen2_weights(TINY_SHAPE)),

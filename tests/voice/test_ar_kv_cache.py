@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
 import onnxruntime as ort
-from export_qwen2_onnx import build_block_lm, build_naive_lm, random_qwen2_weights
-from make_ar_test_voice import TINY_SHAPE
+import pytest
 
 from edgetts.errors import SynthesisError
 from edgetts.voice.ar.kv_cache import BlockPool, KvCapacityError, KvLayout
 from edgetts.voice.ar.lm import BlockLm
+
+from tools.export_qwen2_onnx import build_block_lm, build_naive_lm, random_qwen2_weights
+from tools.make_ar_test_voice import TINY_SHAPE
 
 BS = 4  # small blocks so short sequences cross many block boundaries
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-from make_ar_test_voice import make_voice
-
 from edgetts.errors import VoiceError
 from edgetts.voice.ar.manifest import is_ar_manifest, load_manifest
+
+from tools.make_ar_test_voice import make_voice
 
 
 @pytest.fixture(scope="module")

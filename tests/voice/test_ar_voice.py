@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-from make_ar_test_voice import make_voice
 
 from edgetts.engine import AudioChunk, SynthesisConfig, Voice
 from edgetts.errors import UnspeakableTextError
 from edgetts.voice.ar.voice import ArVoice
 from edgetts.voice.onnx_session import RuntimeOptions
+
+from tools.make_ar_test_voice import make_voice
 
 ONE_THREAD = RuntimeOptions(threads=1)
 

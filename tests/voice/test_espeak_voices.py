@@ -111,7 +111,7 @@ def test_a_data_copy_lacking_a_dictionary_is_refused_naming_it(tmp_path: Path) -
 
 
 def test_loading_a_voice_whose_dictionary_is_missing_fails_clearly(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from make_test_voice import make_voice
+    from tools.make_test_voice import make_voice
 
     assert phonemize("Buongiorno a tutti.", "it") != [["."]]  # the shipped data has it_dict
     copy = tmp_path / "data" / "espeak-ng-data"
@@ -130,7 +130,7 @@ def test_loading_a_voice_whose_dictionary_is_missing_fails_clearly(tmp_path: Pat
 
 
 def test_loading_a_voice_espeak_ng_does_not_know_fails_clearly(tmp_path: Path) -> None:
-    from make_test_voice import make_voice
+    from tools.make_test_voice import make_voice
 
     with pytest.raises(PhonemizerError, match=f"no voice named 'xx-made-up' \\(no language file in {DATA}\\)"):
         PiperVoice.load(make_voice(tmp_path, "ok", language="xx-made-up"))

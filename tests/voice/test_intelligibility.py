@@ -7,7 +7,7 @@ import pytest
 
 from edgetts.engine import SynthesisConfig
 
-from support.asr import transcribe, word_error_rate
+from tools.asr import transcribe, word_error_rate
 
 CASES = [
     ("Mind the gap between the train and the platform.", {"mind", "gap", "train", "platform"}),

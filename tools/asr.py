@@ -1,4 +1,4 @@
-"""Speech recognition for tests: pocketsphinx's bundled US English model."""
+"""Speech recognition, pocketsphinx's bundled US English model: the intelligibility test's and bench_wer's."""
 
 from __future__ import annotations
 
