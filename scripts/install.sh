@@ -3,7 +3,7 @@
 # virtualenv with edgetts and the default voice (a PyPI package: nothing is
 # downloaded at run time), `edgetts` on the PATH, the default config in
 # /etc/edgetts/edgetts.yaml (kept if it exists), and -- where systemd runs --
-# the edgetts.service unit and its system user (not started: see README).
+# the edgetts.service unit and its system user (not started: see docs/daemon.md).
 #
 #   sudo scripts/install.sh            # then: edgetts say "Hello"
 #

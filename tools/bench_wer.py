@@ -7,7 +7,7 @@ them (normaliser on), for each noise seed: each text is spoken with that seed
 (`SynthesisConfig.seed`), the same for every mode, so the modes differ only in how they decode.  Each
 file is decoded by a fresh pocketsphinx decoder (its live cepstral-mean
 normalisation otherwise carries over from one utterance to the next and moves a
-figure by ~1.5 points with the order of decoding, ../shared/notes/benchmarking.md).
+figure by ~1.5 points with the order of decoding).
 
     python -m tools.bench_wer [--seeds 0 1 ... 9] [--threads 2] [--json OUT]
 

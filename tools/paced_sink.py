@@ -12,7 +12,7 @@ which is when the server rendered them.  (PulseAudio's own latency, pa_simple_ge
 playback stream, counts them played 2.5-5 ms later: the null sink renders that far ahead.)
 
 Stdlib only at import (numpy is imported where samples are returned), so tools and tests
-alike can use it.  Recipe: shared notes, system-recipe section 8.
+alike can use it.  How the tests use it: docs/testing.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The variant is just another voice: ``OUT.onnx`` with the source's
 ``voice.model: OUT.onnx``).  Weights are unsigned 8-bit (QUInt8): measured
 here, signed int8 weights made the joe voice about 3x slower, unsigned ones
 keep fp32's speed.  Whether int8 is worth it is a measurement, not an
-assumption: see docs/streaming.md (on this machine it is smaller, not faster,
+assumption: see docs/voices.md (on this machine it is smaller, not faster,
 and less intelligible, so it is not the default).
 
 The lead wires :func:`register` into ``edgetts/cli.py``.

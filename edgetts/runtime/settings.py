@@ -1,7 +1,7 @@
 """Config sections of the edge runtime: ``cpu``, ``keepalive``, ``memory``.
 
 To be added to :class:`edgetts.config.Config` as ``cpu``, ``keepalive`` and
-``memory`` (docs/edge-runtime.md, "Wiring").  ``validate()`` raises
+``memory`` (docs/edge-runtime.md, "How the daemon wires them").  ``validate()`` raises
 :class:`RuntimeConfigError` with the key path below the section, like
 ``edgetts.config.errors.FieldError``; the loader prefixes the section name.
 """

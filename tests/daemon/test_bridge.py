@@ -1,5 +1,5 @@
 """Past one broker (issue 19): two sites, each with its own mosquitto, joined by a mosquitto bridge
-(the configuration the README documents). An `all` and a group announcement published at one site
+(the configuration docs/zones.md documents). An `all` and a group announcement published at one site
 reach the daemons of both exactly once, each site sees the other's statuses, and while the bridge
 is down nothing published with QoS 1 is lost: it arrives when the bridge is back.
 
@@ -35,7 +35,7 @@ GROUP = "concourse"
 
 
 def bridge_conf(name: str, port: int, prefix: str) -> str:
-    """The site bridge of README ("Many sites"): everything under the prefix, both ways, QoS 1,
+    """The site bridge of docs/zones.md ("Many sites"): everything under the prefix, both ways, QoS 1,
     a persistent session (cleansession false) so the far broker queues what it cannot deliver."""
     return (
         f"connection {name}\naddress 127.0.0.1:{port}\ntopic {prefix}/# both 1\n"

@@ -36,7 +36,7 @@ def main(config_path: str) -> int:
     audio = np.load(config["audio"]).astype(np.float32)
     late = {int(i): float(s) for i, s in config.get("late_s", {}).items()}
     reports: queue.Queue[PlayerReport] = queue.Queue()
-    # The audio thread SCHED_FIFO, as README "Synchronized zones" asks of a loaded board
+    # The audio thread SCHED_FIFO, as docs/zones.md ("Synchronized zones") asks of a loaded board
     # (cpu.realtime_audio; tools/sync_rig.py's daemons run so): three players, PulseAudio and parec
     # share two cores here. Locally it failed 2 runs of 3 without it, 0 of 4 with it; one CI run
     # with it still failed at the late joiner's target (issue 14's eighth note): not the whole cause.

@@ -227,7 +227,7 @@ def test_same_seed_same_pcm_in_two_processes(voice: PiperVoice) -> None:
     # A streaming voice's whole sentences run the split parts: still the whole model's samples.
     assert runs[0]["split_whole"] == runs[0]["whole"]
     # And they are the samples this process made (the same thread count: another count may move
-    # a sample by one LSB, README "Seeded noise").
+    # a sample by one LSB, docs/voices.md, "Seeded noise").
     here = [
         hashlib.sha256(a.tobytes()).hexdigest()
         for a in _pcm(voice, TEXT, SynthesisConfig(seed=seed_for("announcement-19")))

@@ -30,7 +30,7 @@ class StreamingOptions:
     threads, memory patterns off); each seam costs two margins.  On a slow board a window's audio
     comes when all of it is decoded, so the largest one also sets how much must be in hand before
     playback can start: 64 frames started a Pi 4's playback ~12 % sooner, but cost 1.15x whole
-    sentences' CPU there against 1.11x (docs/streaming.md, "Largest window")."""
+    sentences' CPU there against 1.11x (docs/streaming.md, "Memory")."""
 
     margin: int = 6
     """Decoder frames of context on each side of a window.  The joe voice's decoder reaches about

@@ -54,7 +54,7 @@ _SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
     "Announcement": {
         "type": "object",
-        "description": "the MQTT announce payload (README: Announcements), plus zone",
+        "description": "the MQTT announce payload (docs/daemon.md: Topics and payloads), plus zone",
         "properties": {
             "id": {"type": "string"},
             "text": {"type": "string"},

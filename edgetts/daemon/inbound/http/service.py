@@ -1,7 +1,7 @@
 """The console as a daemon service: uvicorn on its own thread and event loop.
 
 Starlette + uvicorn (its pure-Python h11 protocol, no uvloop/httptools) was
-chosen over aiohttp on this machine's measurement (README "HTTP console"): half
+chosen over aiohttp on this machine's measurement (docs/http-console.md, "Server"): half
 the memory and start-up.  The socket is bound in :meth:`HttpService.start`, on
 the loop's thread, so a port in use or a bad certificate is the start's error
 (`degraded: http`) and not a log line on another thread.
