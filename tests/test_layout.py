@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support.imports import Module, all_imports, load_modules
+from support.imports import PACKAGE, Module, all_imports, load_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES = 500
@@ -158,6 +158,43 @@ def test_layers_import_only_downward(modules: dict[str, Module]) -> None:
 def test_modules_and_functions_are_small(modules: dict[str, Module]) -> None:
     _note_sizes(ROOT, modules)
     _fail_on("too long", size_problems(ROOT, modules))
+
+
+MAX_DAEMON_TOP = 10
+"""Modules directly in edgetts/daemon/ (its __init__ counted): the loop and its glue; every stage of
+an announcement lives in its own folder (inbound, admission, playout, pacing), so the folder list
+reads as the flow."""
+
+
+def test_the_daemon_folder_reads_as_the_flow() -> None:
+    top = sorted(p.name for p in (ROOT / PACKAGE / "daemon").glob("*.py"))
+    assert len(top) <= MAX_DAEMON_TOP, top
+    stages = {p.name for p in (ROOT / PACKAGE / "daemon").iterdir() if (p / "__init__.py").exists()}
+    assert {"inbound", "admission", "playout", "pacing"} <= stages, stages
+
+
+def test_one_wav_writer(modules: dict[str, Module]) -> None:
+    """Only edgetts.audio.wav builds a WAV header (a RIFF tag as bytes, or the wave module writing)."""
+    writers = []
+    for module in modules.values():
+        for node in ast.walk(module.tree):
+            riff = isinstance(node, ast.Constant) and node.value == b"RIFF"
+            wave_write = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "open"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "wave"
+                and any(isinstance(a, ast.Constant) and a.value in ("w", "wb") for a in node.args[1:])
+            )
+            if (riff and not _compares(module.tree, node)) or wave_write:
+                writers.append(f"{module.path.relative_to(ROOT)}:{node.lineno}")
+    assert writers and all(w.startswith("edgetts/audio/wav.py:") for w in writers), writers
+
+
+def _compares(tree: ast.Module, constant: ast.AST) -> bool:
+    """Whether ``constant`` is read against (a reader checking a header), not written."""
+    return any(isinstance(n, ast.Compare) and constant in [n.left, *n.comparators] for n in ast.walk(tree))
 
 
 @pytest.mark.parametrize("folder", ["tools", "tests/support"])
