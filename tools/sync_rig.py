@@ -60,6 +60,8 @@ class Heard:
     """How well what it played matches the announcement's samples (1.0 = the very samples): the
     median over the reference's voiced 100 ms pieces of their normalized correlation, each sought
     within 2 ms of where the one before matched (:func:`piecewise_score`)."""
+    pieces: tuple[float, ...] = ()
+    """Each voiced 100 ms piece's score (:func:`piece_scores`): a dropout spoils the pieces it falls in."""
 
 
 def config_text(device: str, port: int, groups: tuple[str, ...], extra: str = "") -> str:
@@ -81,11 +83,12 @@ def config_text(device: str, port: int, groups: tuple[str, ...], extra: str = ""
 class SyncRig:
     """``n`` daemons `dev0`...: the first ``in_group`` in group GROUP, each on zone k of one sink."""
 
-    def __init__(self, workdir: Path, port: int, n: int, *, in_group: int | None = None) -> None:
+    def __init__(self, workdir: Path, port: int, n: int, *, in_group: int | None = None, spare_zones: int = 0) -> None:
+        """``spare_zones``: zones n, n+1... of the sink, no daemon's (a reference player's, say)."""
         self.workdir, self.port, self.n = workdir, port, n
         self.in_group = n if in_group is None else in_group
         self.devices = [f"dev{k}" for k in range(n)]
-        self.sink = PacedSink(workdir / "pulse", RATE, zones=n)
+        self.sink = PacedSink(workdir / "pulse", RATE, zones=n + spare_zones)
         self.procs: list[subprocess.Popen[bytes]] = []
         self._stack = ExitStack()
 
@@ -295,20 +298,28 @@ def heard(
         head = reference[skip : skip + int(ONSET_S * RATE)]
         if head.size and np.any(head):
             index = match(pcm[:, k], head, index + skip, RATE, SLIP_S * 4)[0] - skip
-        out.append(Heard(device, recording.unix_at(index), piecewise_score(pcm[:, k], reference, index, skip)))
+        pieces = piece_scores(pcm[:, k], reference, index, skip)
+        score = float(np.median(pieces)) if pieces else 0.0
+        out.append(Heard(device, recording.unix_at(index), score, tuple(pieces)))
     return out
 
 
 def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip: int = 0) -> float:
     """The median, over ``reference``'s voiced 100 ms pieces from ``skip`` on (at most 3 s), of each
     piece's best normalized correlation with ``channel`` within 2 ms of where the piece before
-    matched (``onset``: where sample 0 is).
+    matched (``onset``: where sample 0 is): :func:`piece_scores`'s median.
 
     Not one correlation over the whole clip: the paced sink's PulseAudio slips a zone's stream by a
     sample or twenty now and then, mid-clip, with no underrun on the player's side (seen in
     test_sync_zones: every piece matched at 0.99-1.00, 24 ms then 23 ms after the onset, and the
     clip as a whole scored 0.56).  Piece by piece, another announcement's samples match at about
     0.05, the same text with another noise seed at 0.32."""
+    scores = piece_scores(channel, reference, onset, skip)
+    return float(np.median(scores)) if scores else 0.0
+
+
+def piece_scores(channel: np.ndarray, reference: np.ndarray, onset: int, skip: int = 0) -> list[float]:
+    """Each of ``reference``'s voiced 100 ms pieces' score, in order (:func:`piecewise_score`)."""
     piece = int(PIECE_S * RATE)
     ref = reference.astype(np.float64)
     loud = 0.03 * float(np.sqrt(np.mean(ref[skip:] ** 2)) or 1.0)
@@ -324,7 +335,7 @@ def piecewise_score(channel: np.ndarray, reference: np.ndarray, onset: int, skip
             continue
         scores.append(max(0.0, score))
         drift = index - onset - start
-    return float(np.median(scores)) if scores else 0.0
+    return scores
 
 
 __all__ = [
@@ -339,6 +350,7 @@ __all__ = [
     "config_text",
     "find_onset",
     "heard",
+    "piece_scores",
     "piecewise_score",
     "reference_audio",
 ]

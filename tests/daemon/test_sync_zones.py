@@ -3,14 +3,25 @@
 Each daemon (a subprocess with the real default voice) plays into its own zone of one paced
 sink, so one recording holds every speaker on one clock.  Each announcement's first sample is
 found on each speaker by cross-correlation with its own samples (synthesized here afterwards,
-seeded from its id as every daemon seeds it): on every speaker within 5 ms of the others and of
-`play_at`, over 20 announcements back to back (each published while the one before plays),
-with a CPU hog on the core of one daemon.  A fourth daemon
-that receives one announcement after its `play_at` joins in step, and says how late.
+seeded from its id as every daemon seeds it), over 12 announcements back to back (each published
+while the one before plays), with a CPU hog on the core of one daemon.  A fourth daemon that
+receives one announcement after its `play_at` joins in step, and says how late.
+
+A realtime test (issue 39): its verdicts compare what each member REPORTED with what the recording
+shows.  Where its first sample was, against `play_at`, must be what its `started` said
+(``sync_error_ms``), to within a margin measured in the same recording by a reference player on a
+fifth zone (support.timed_player's reference: the sound card's own delay readings, none of the
+timeline); a member that said it was on time (within the product's 5 ms) must be within 5 ms plus
+that margin; what it said it skipped (``late_ms``) must be missing from its zone; and every voiced
+100 ms piece of what it played must be the very samples, but for the pieces the dropouts its
+`finished` counted (``underruns``, ``gap_ms``) can spoil.  What the members decide (play_at, the
+lead, the late join, the silence before sample 0, what is skipped) is tested on simulated clocks:
+tests/audio/test_timed.py, test_timed_reports.py, tests/daemon/test_sync_units.py.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -22,15 +33,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from edgetts.audio.timeline import CONFIRM_S
 from edgetts.client.announce import member_statuses
 from edgetts.daemon.playout.sync import sync_lead
 from edgetts.runtime.clock import clock_health
 
 from support.broker import Broker
+from support.timed_player import ReferencePlayer, reference_margin_ms
 from tools.paced_sink import available
-from tools.sync_rig import GROUP, Announced, SyncRig, back_to_back, heard, reference_audio
+from tools.sync_rig import GROUP, PIECE_S, RATE, Announced, SyncRig, back_to_back, heard, reference_audio
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.realtime]
 
 LINES = [
     "The train to the airport is arriving.",
@@ -39,22 +52,21 @@ LINES = [
     "Doors are closing.",
     "The next bus leaves at ten.",
     "Please keep your luggage with you.",
-    "The shop closes in ten minutes.",
     "Mind the gap.",
     "Boarding now at gate four.",
-    "The car park is full.",
-    "This train terminates here.",
-    "Please use the ramp.",
-    "Welcome aboard.",
     "Tickets are checked on this service.",
-    "The toilets are at the far end.",
     "Change here for the harbour.",
-    "The fire doors must stay shut.",
-    "Thank you for waiting.",
     "The café is now open.",
     "Have a safe journey.",
 ]
-TOLERANCE_S = 0.005
+"""12 back to back (20 before issue 39): a start late or a dropout the member did not report fails
+on any one of them, and every one is checked; fewer give an intermittent fault fewer chances per
+run, traded for the reference player's time (the run stays under its 1.5 min)."""
+PROMISE_MS = 5.0
+"""What the product promises of a start it reports as on time: within 5 ms of `play_at`."""
+PIECE_OK = 0.9
+"""A voiced 100 ms piece that is the very samples scores 0.99-1.00; another announcement's 0.05, the
+same text with another seed 0.32 (sync_rig.piecewise_score)."""
 SPACING_S = 3.0
 """One announcement every 3 s: the lead (3 s) after publishing, ~2 s of speech at most."""
 
@@ -69,20 +81,51 @@ def _pin_with_a_hog(pid: int) -> subprocess.Popen[bytes]:
     return hog
 
 
-def _check_onsets(
-    rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref: np.ndarray, devices: list[str]
-) -> list[float]:
-    found = heard(rec, pcm, rig.devices, item, ref)
-    by_device = {h.device: h for h in found}
-    onsets = []
+def _check_reports(
+    rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, ref: np.ndarray, devices: list[str], margin: float
+) -> list[str]:
+    """What each of ``devices`` reported of ``item`` against what the recording shows: the faults."""
+    by_device = {h.device: h for h in heard(rec, pcm, rig.devices, item, ref)}
+    common = _common_pieces([by_device[d].pieces for d in devices if "late_ms" not in item.events[d]["started"]])
+    faults = []
     for device in devices:
         h = by_device[device]
-        # the very samples: the same noise everywhere (piece by piece: see sync_rig.piecewise_score)
-        assert h.score > 0.9, (item.id, device, h, item.events.get(device, {}).get("finished"))
-        onsets.append(h.onset_unix)
-        assert abs(h.onset_unix - item.play_at) <= TOLERANCE_S, (item.id, device, h.onset_unix - item.play_at)
-    assert max(onsets) - min(onsets) <= TOLERANCE_S, (item.id, [o - item.play_at for o in onsets])
-    return onsets
+        started, finished = item.events[device]["started"], item.events[device]["finished"]
+        said, late = float(started["sync_error_ms"]), float(started.get("late_ms", 0.0))
+        underruns, gap_ms = int(finished.get("underruns") or 0), float(finished.get("gap_ms") or 0.0)
+        onset_ms = (h.onset_unix - item.play_at) * 1000.0
+        what = (
+            f"{item.id} {device}: heard {onset_ms:+.2f} ms, said sync_error_ms {said:+.2f} late_ms {late:.1f}, "
+            f"underruns {underruns} gap_ms {gap_ms:.1f}; margin {margin:.2f} ms; pieces {np.round(h.pieces, 2)}"
+        )
+        # (a late joiner's onset is where its sample 0 would have been: its timeline)
+        if abs(onset_ms - said) > margin:
+            faults.append(f"its first sample is not where it said: {what}")
+        if abs(said) <= PROMISE_MS and not late and abs(onset_ms) > PROMISE_MS + margin:
+            faults.append(f"said on time, was not: {what}")
+        # A counted dropout spoils the pieces its gap falls in and those played out of step until
+        # the timeline is caught up, CONFIRM_S after it (edgetts.audio.timeline; seen: a 55 ms gap,
+        # 4 pieces at 0.05-0.16), and one either side; the rest must be the very samples.
+        allowed = underruns * (2 + math.ceil(CONFIRM_S / PIECE_S)) + math.ceil(gap_ms / (PIECE_S * 1000.0))
+        pieces = [p for n, p in enumerate(h.pieces) if not (late == 0.0 and n in common)]
+        if not h.pieces or sum(p < PIECE_OK for p in pieces) > allowed:
+            faults.append(f"samples missing or wrong that it did not count: {what}")
+        if late:
+            join = int(round(rec.index_at_unix(h.onset_unix)))
+            quiet = pcm[join + 50 : join + int(late * RATE / 1000.0) - 200, rig.devices.index(device)]
+            if np.any(np.abs(quiet.astype(np.int32)) > 1):
+                faults.append(f"what it said it skipped was played: {what}")
+    return faults
+
+
+def _common_pieces(scores: list[tuple[float, ...]]) -> set[int]:
+    """The pieces that scored alike (within 0.02) on every one of three or more members that played
+    from sample 0: there the reference synthesized here is not what every daemon played (seen: 0.84
+    and 0.85 on all three, to two decimals, with no dropout), which says nothing of one member.  A
+    dropout that struck every member's independent process in the same 100 ms would be hidden."""
+    if len(scores) < 3 or len({len(s) for s in scores}) != 1:
+        return set()
+    return {n for n, piece in enumerate(zip(*scores)) if min(piece) < PIECE_OK and max(piece) - min(piece) <= 0.02}
 
 
 def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker, tmp_path: Path) -> None:
@@ -90,11 +133,16 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
     if missing:
         pytest.skip(f"paced sink unavailable: {missing}")
     members = ["dev0", "dev1", "dev2"]
-    with SyncRig(tmp_path, mosquitto.port, 4, in_group=3) as rig:
+    with SyncRig(tmp_path, mosquitto.port, 4, in_group=3, spare_zones=1) as rig:
         statuses = rig.wait_online()
         hog = _pin_with_a_hog(rig.procs[0].pid)
         try:
             with rig.sink.record() as rec:
+                # the reference: a burst every 0.5 s on zone 4, over the whole run (ended with it)
+                first = time.time() + 3.0  # (its stream's estimate settled: 2 s of readings)
+                reference = ReferencePlayer(
+                    rig.sink, 4, tmp_path / "reference", [first + 0.5 * i for i in range(2 * (3 * len(LINES) + 30))]
+                )
                 # back to back, as a station speaks: each is published while the one before plays
                 # (--lead 3s: this tests how closely the members play together, not whether a lead
                 # is long enough; the default lead is tools/bench_sync.py's and
@@ -103,6 +151,7 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
                 # once for another member, which then joined in step, 0.02 ms off, but late)
                 items = back_to_back(rig, LINES, SPACING_S, lead=3.0)
                 late = _late_joiner(rig)
+                reference.finish(stop=True)
                 time.sleep(0.3)
                 pcm = rec.stop()
         finally:
@@ -111,40 +160,32 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
         last = rig.wait_online(30)
         logs = {d: rig.log(d) for d in rig.devices}
     assert all("Traceback" not in log for log in logs.values()), logs
+    residuals = reference.residuals_ms(rec, pcm)
+    margin = reference_margin_ms(residuals, RATE)
+    print(
+        f"reference residuals (ms): {np.round(residuals, 2)} ({reference.disturbed} bursts left out) "
+        f"-> margin {margin:.2f} ms"
+    )
     clock = clock_health()
     for item in items:
         for device in members:
             assert {"started", "finished"} <= set(item.events[device]), (item.id, device, item.events[device])
             started = item.events[device]["started"]
-            said = {k: started.get(k) for k in ("sync_error_ms", "late_ms", "latency_ms", "detail")}
-            assert abs(started["sync_error_ms"]) < 5.0 and "late_ms" not in started, (
-                item.id,
-                device,
-                said,
-                item.events[device]["finished"],
-                _onset_of(rig, rec, pcm, item, device),
-            )
+            assert isinstance(started["sync_error_ms"], float), started
             if not clock.synchronized:  # this machine has no NTP: each event says so
                 assert started["detail"].startswith("clock not synchronized"), started
     if not clock.synchronized:
         assert all(any(d["what"] == "clock" for d in s["degraded"]) for s in last.values() if s["groups"]), last
     assert statuses["dev3"]["groups"] == []
     refs = reference_audio([*items, late])
-    for item in items:
-        _check_onsets(rig, rec, pcm, item, refs[item.id], members)
-    # The late one joined in step: its samples line up with the others' (where its sample 0 would
-    # have been is play_at), and it said it skipped what was past.
-    _check_onsets(rig, rec, pcm, late, refs[late.id], [*members, "dev3"])
+    faults = [f for item in items for f in _check_reports(rig, rec, pcm, item, refs[item.id], members, margin)]
+    # The late one joined in step: what it played lines up with the others' (where its sample 0 would
+    # have been is play_at, as it says), and it said it skipped what was past (it got the
+    # announcement 0.4 s after play_at: at least 300 ms of it).
+    faults += _check_reports(rig, rec, pcm, late, refs[late.id], [*members, "dev3"], margin)
+    assert not faults, "\n".join(faults)
     started = late.events["dev3"]["started"]
     assert started["late_ms"] >= 300, started
-    assert all("late_ms" not in late.events[d]["started"] for d in members), late.events
-
-
-def _onset_of(rig: SyncRig, rec: Any, pcm: np.ndarray, item: Announced, device: str) -> dict[str, float]:
-    """Where the recording heard ``item`` on ``device``, against play_at (for a failure's message)."""
-    ref = reference_audio([item])[item.id]
-    h = next(h for h in heard(rec, pcm, rig.devices, item, ref) if h.device == device)
-    return {"onset_ms": round((h.onset_unix - item.play_at) * 1000.0, 2), "score": round(h.score, 3)}
 
 
 def _late_joiner(rig: SyncRig) -> Announced:
