@@ -104,11 +104,23 @@ def _said(voice: FakeVoice) -> list[str]:
     return [text for text in voice.calls if text in TEXTS]
 
 
-def _publish_when_back(probe: Probe, payload: str) -> None:
+def _publish_when_back(probe: Probe, payload: str | dict[str, str]) -> None:
     """Publish once the probe has reconnected to the restarted broker (paho would queue it
     before, and a publish that raised would still be sent: the daemon rightly plays both)."""
     _wait(probe.is_connected, 15, "the probe to reconnect")
     probe.publish(payload)
+
+
+def _again(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The disconnects of a takeover episode after its first (the daemon's own debug record of each)."""
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("MQTT disconnected again")]
+
+
+def _sentinel(probe: Probe, ident: str) -> None:
+    """Publish an announcement of its own and wait until it finished: messages play in order, so
+    whatever was going to play before it has played (instead of a sleep and "nothing came")."""
+    _publish_when_back(probe, {"id": ident, "text": "Sentinel."})
+    probe.wait_event(ident, "finished", 30)
 
 
 def _duplicates(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -133,16 +145,17 @@ def test_outage_plays_each_plain_text_once(
         own_broker.start()  # same port, same persisted session: the three come again (DUP set)
         _wait(lambda: len(_duplicates(caplog)) == 3, 20, "the three redeliveries")
         probe.wait(lambda p: sum(e["event"] == "finished" for e in p.events) >= 3, 20, "finished events")
-        time.sleep(1.0)  # anything played again would have started by now
+        sent = time.time()  # statuses made from now on are the sentinel's
+        _sentinel(probe, "after-outage")  # anything played again would have played before it
         assert sorted(_said(voice)) == sorted(TEXTS)  # each text synthesized (played) once
-        ids = {e["id"] for e in probe.events if e["event"] == "started"}
+        ids = {e["id"] for e in probe.events if e["event"] == "started"} - {"after-outage"}
         assert len(ids) == 3 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
         assert {m.split()[2] for m in _duplicates(caplog)} == ids  # the redeliveries were these
         assert rig.daemon.link.connected and "mqtt" not in rig.daemon.degraded
         # After the reconnect only the current status, not the stale ones made during the
         # outage (each announcement's queued/playing state) in a burst.  (Those made before it
         # may still reach the probe's session, and the Last Will says `offline`.)
-        since = [s for s in probe.statuses if s["ts"] >= outage and s["state"] == "online"]
+        since = [s for s in probe.statuses if outage <= s["ts"] < sent and s["state"] == "online"]
         assert since and all(s["current"] is None and s["queue_depth"] == 0 for s in since), since
     finally:
         probe.close()
@@ -174,7 +187,7 @@ def test_dedup_memory_survives_a_daemon_restart(
             # The same words published anew are a new announcement: they play.
             _publish_when_back(probe, TEXTS[0])
             _wait(lambda: _said(second_voice) == [TEXTS[0]], 20, "the new announcement")
-            time.sleep(0.5)
+            _sentinel(probe, "after-restart")  # a second play would have come before it
             assert _said(second_voice) == [TEXTS[0]]
         finally:
             again.close()
@@ -187,6 +200,8 @@ def test_twin_daemons_are_reported(
     daemon_rig: Callable[..., DaemonRig], mosquitto: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
+    # (the disconnects of an episode after its first are logged at debug level)
+    caplog.set_level(logging.DEBUG, logger="edgetts.daemon.inbound.mqtt")
     twins = dict(device="twin-a1", mqtt_extra="takeover_backoff_s: 2")
     first = daemon_rig(**twins)
     second = daemon_rig(**twins, online_timeout=None)
@@ -205,9 +220,10 @@ def test_twin_daemons_are_reported(
     first.probe.wait_status(
         lambda s: any(d["what"] == "mqtt" and "in use twice" in d["reason"] for d in s["degraded"]), 20
     )
-    time.sleep(3)
-    # ... and in its log once, not at every disconnect.
-    told = [r for r in caplog.records if "in use twice" in r.getMessage()]
+    # ... and in its log once, not at every disconnect: two more disconnects of the episode
+    # (each twin's session taken over again) come, and are not told again.
+    _wait(lambda: len(_again(caplog)) >= 2, 30, "two more disconnects in the episode")
+    told = [r for r in caplog.records if "in use twice" in r.getMessage() and r.levelno >= logging.INFO]
     assert len(told) == 2 and all(r.levelno == logging.ERROR for r in told)
     # With the twin gone, the connection holds and the report goes.
     second.close()

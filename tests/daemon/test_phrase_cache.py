@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,6 +136,16 @@ def test_corrupt_entry_is_detected_and_dropped(tmp_path: Path, damage: str) -> N
     assert np.array_equal(cache.get(key).sentences[0], sentences(2)[0])
 
 
+def _mtime_ns(cache: PhraseCache, key: str) -> int:
+    return (cache.directory / f"{key}{SUFFIX}").stat().st_mtime_ns
+
+
+def _set_mtime(cache: PhraseCache, key: str, seconds: int) -> None:
+    """An explicit mtime (long ago): the kernel's file clock is coarser than the few ms between
+    two writes of a test, so the order the files say is set, not raced."""
+    os.utime(cache.directory / f"{key}{SUFFIX}", ns=(seconds * 10**9, seconds * 10**9))
+
+
 def test_lru_eviction_by_size_survives_restart(tmp_path: Path) -> None:
     keys = [cache_key("v", "h", f"phrase {i}.", SynthesisConfig()) for i in range(4)]
     probe = PhraseCache(tmp_path / "probe", 10_000_000)
@@ -143,20 +153,34 @@ def test_lru_eviction_by_size_survives_restart(tmp_path: Path) -> None:
     size = entry_bytes(probe, keys[0])
     cache = PhraseCache(tmp_path / "c", 2 * size + size // 2)  # room for two entries
     cache.put(keys[0], 22050, sentences(0))
-    time.sleep(0.01)
     cache.put(keys[1], 22050, sentences(1))
-    time.sleep(0.01)
+    _set_mtime(cache, keys[0], 1000)  # as written: 0, then 1
+    _set_mtime(cache, keys[1], 2000)
     assert cache.get(keys[0]) is not None  # 0 is now the most recently used
-    time.sleep(0.01)
+    # the hit touched the file (to now): the order survives a restart
+    assert _mtime_ns(cache, keys[0]) > 2000 * 10**9
     cache.put(keys[2], 22050, sentences(2))
     assert keys[1] not in cache and keys[0] in cache and keys[2] in cache
     assert not (tmp_path / "c" / f"{keys[1]}{SUFFIX}").exists()
     assert cache.stats.evictions == 1 and cache.total_bytes <= cache.max_bytes
+    # written after the hit: not older than the touch (the same coarse tick at most)
+    assert _mtime_ns(cache, keys[2]) >= _mtime_ns(cache, keys[0])
     # after a restart the order comes from the files: 0 was used before 2 was written
+    # (explicit mtimes: the two came within one tick of the file clock here)
+    _set_mtime(cache, keys[0], 3000)
+    _set_mtime(cache, keys[2], 4000)
     again = PhraseCache(tmp_path / "c", 2 * size + size // 2)
-    time.sleep(0.01)
     again.put(keys[3], 22050, sentences(3))
     assert keys[0] not in again and keys[2] in again and keys[3] in again
+    # ... the files' order, not the names': the other way round, the other one goes
+    other = PhraseCache(tmp_path / "d", 2 * size + size // 2)
+    other.put(keys[0], 22050, sentences(0))
+    other.put(keys[2], 22050, sentences(2))
+    _set_mtime(other, keys[0], 4000)
+    _set_mtime(other, keys[2], 3000)
+    other_again = PhraseCache(tmp_path / "d", 2 * size + size // 2)
+    other_again.put(keys[3], 22050, sentences(3))
+    assert keys[2] not in other_again and keys[0] in other_again and keys[3] in other_again
     # a cache made smaller evicts at start; an entry larger than the whole cache is not stored
     small = PhraseCache(tmp_path / "c", size + 10)
     assert len(small) == 1 and keys[3] in small
@@ -189,18 +213,23 @@ def with_cache(cache_dir: Path) -> str:
 
 
 @pytest.mark.mqtt
-def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(daemon_rig, tmp_path: Path) -> None:
+def test_daemon_cache_hit_plays_without_the_voice_corrupt_resynthesized_restart_hits(
+    daemon_rig, tmp_path: Path
+) -> None:
+    """Hit or miss as the daemon reports it (`cached: true` on `started`) and as the voice's calls
+    count it. How fast a hit starts is a benchmark's business (tools/bench_daemon: cached_ms)."""
     cache_dir = tmp_path / "phrases"
-    voice = FakeVoice(delay_s=0.3)  # 0.3 s of "inference" per sentence
+    voice = FakeVoice()
     rig = daemon_rig(voice, device="cache-1", extra=with_cache(cache_dir))
     text = "The lift is out of order. Please use the stairs."
     miss = rig.say("c1", text)
-    assert "cached" not in miss and miss["latency_ms"] >= 300
+    assert "cached" not in miss
     assert voice.calls.count(text) == 1 and len(list(cache_dir.glob(f"*{SUFFIX}"))) == 1
     # the same words (normalised: case and spacing aside) from the cache, without the voice
     hit = rig.say("c2", "The lift is out of order.  Please use the stairs.")
-    assert hit["cached"] is True and hit["latency_ms"] < 100, hit
+    assert hit["cached"] is True, hit
     assert voice.calls.count(text) == 1 and len(voice.calls) == 2  # calibration + the one synthesis
+    assert rig.daemon.cache.stats.hits == 1
     pcm = rig.capture.pcm()
     ref = rig.expected(text)
     at = assert_played(pcm, ref, FADE)
@@ -214,11 +243,49 @@ def test_daemon_cache_hit_plays_at_once_corrupt_resynthesized_restart_hits(daemo
     assert "cached" not in again and voice.calls.count(text) == 2
     assert rig.daemon.cache.stats.corrupt == 1
     rig.close()
-    # a restart (new daemon, new voice object, same cache folder) hits at once
-    voice2 = FakeVoice(delay_s=0.3)
+    # a restart (new daemon, new voice object, same cache folder) hits, the voice not asked
+    voice2 = FakeVoice()
     rig2 = daemon_rig(voice2, device="cache-2", extra=with_cache(cache_dir))
     hit2 = rig2.say("c4", text)
-    assert hit2["cached"] is True and hit2["latency_ms"] < 100 and voice2.calls.count(text) == 0
+    assert hit2["cached"] is True and voice2.calls.count(text) == 0
+
+
+class GatedVoice(FakeVoice):
+    """Speaks texts with "hold" only once the test opens :attr:`gate` (a synthesis that never ends by itself)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.holding = threading.Event()
+        """Set while a synthesis waits at the gate."""
+
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        for chunk in super().synthesize(text, config):
+            if "hold" in FakeVoice.source(text).lower():
+                self.holding.set()
+                assert self.gate.wait(60), "never released"
+            yield chunk
+
+
+@pytest.mark.mqtt
+def test_daemon_cache_hit_plays_while_the_synthesis_thread_is_busy(daemon_rig, tmp_path: Path) -> None:
+    """'At once' as an event, not a stopwatch: a hit is played from the loop without the synthesis
+    thread, so it starts and finishes while that thread is stuck in another announcement's voice."""
+    voice = GatedVoice()
+    rig = daemon_rig(voice, extra=with_cache(tmp_path / "phrases"))
+    text = "Mind the gap."
+    assert "cached" not in rig.say("h1", text)
+    try:
+        rig.probe.publish({"id": "held", "text": "Please hold the line."})
+        assert voice.holding.wait(20)  # the synthesis thread is inside the voice, until the gate opens
+        # an emergency interrupts it (its voice cannot be interrupted: the thread stays stuck)
+        rig.probe.publish({"id": "h2", "text": text, "priority": "emergency"})
+        rig.probe.wait_event("h2", "finished", 20)
+        assert rig.probe.wait_event("h2", "started")["cached"] is True
+        assert not voice.gate.is_set() and voice.calls.count(text) == 1
+    finally:
+        voice.gate.set()
+    rig.probe.wait_event("held", "finished", 20)
 
 
 class WindowedVoice(FakeVoice):
