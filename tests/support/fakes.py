@@ -72,6 +72,80 @@ class FakeVoice:
             yield AudioChunk(self.sentence_audio(i, sentence), self._rate, i)
 
 
+class PiecedVoice(FakeVoice):
+    """A fake voice that speaks a long text in bounded pieces, as a Piper voice does past
+    ``max_sentence_ids``, and starts a text at any of them (``synthesize_from``: the daemon's
+    Resumable seam).  Each piece is one chunk, FakeVoice's tone burst of its index.
+
+    Every piece's run is counted (:attr:`runs`), and :meth:`hold` makes the runs of one text
+    from a piece on wait until the test lets them go: the test decides how far synthesis has
+    got (no sleeps) and can wait for that (:meth:`wait_held`).
+    """
+
+    def __init__(self, name: str = "pieced", sample_rate: int = 22050, words: int = 6) -> None:
+        super().__init__(name, sample_rate)
+        self.words = words
+        self.runs: list[tuple[str, int]] = []
+        """(text, piece index) of every piece run, in the order they ran."""
+        self.starts: list[tuple[str, int]] = []
+        """(text, first piece) of every synthesis call."""
+        self._cond = threading.Condition()
+        self._hold: tuple[str, int] | None = None
+        self._waiting: tuple[str, int] | None = None
+
+    def sentences(self, text: str) -> list[str]:  # type: ignore[override]  # (per voice: its piece size)
+        """Each sentence in pieces of at most ``words`` words."""
+        pieces = []
+        for sentence in super().sentences(text):
+            words = sentence.split()
+            pieces += [" ".join(words[i : i + self.words]) for i in range(0, len(words), self.words)]
+        return pieces
+
+    def hold(self, text: str | None, piece: int = 0) -> None:
+        """Runs of ``text`` from piece ``piece`` on wait from now until the next hold (None: none)."""
+        with self._cond:
+            self._hold = None if text is None else (text, piece)
+            self._cond.notify_all()
+
+    def wait_held(self, text: str, piece: int, timeout: float = 30.0) -> None:
+        """Until the run of ``text``'s piece ``piece`` waits at the hold."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._waiting == (text, piece), timeout):
+                raise AssertionError(f"piece {piece} of {text[:30]!r} never came: ran {self.runs}")
+
+    def pieces_run(self, text: str) -> list[int]:
+        with self._cond:
+            return [i for t, i in self.runs if t == text]
+
+    def _gate(self, text: str, i: int) -> None:
+        with self._cond:
+            while self._hold is not None and self._hold[0] == text and i >= self._hold[1]:
+                self._waiting = (text, i)
+                self._cond.notify_all()
+                self._cond.wait()
+            self._waiting = None
+            self.runs.append((text, i))
+
+    def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
+        return self.synthesize_from(text, config, 0)
+
+    def synthesize_from(self, text: str | Prepared, config: SynthesisConfig | None, first: int) -> Iterator[AudioChunk]:
+        """The chunks of ``text``'s pieces from ``first`` on (those before are not run)."""
+        self.received.append(text)
+        self.configs.append(config)
+        source = self.source(text)
+        parts = self.sentences(source)
+        if not parts:
+            raise UnspeakableTextError(f"nothing to speak in {source[:40]!r}")
+        self.calls.append(source)
+        self.call_times.append((source, time.time()))
+        with self._cond:
+            self.starts.append((source, first))
+        for i in range(first, len(parts)):
+            self._gate(source, i)
+            yield AudioChunk(self.sentence_audio(i, parts[i]), self._rate, i)
+
+
 class PreparationSpy:
     """Every call of the SSML parser and of edgetts.text.prepare's normaliser entry, by argument.
 
