@@ -9,6 +9,7 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tools.paced_sink import PacedSink, find_gaps, onset_s
 
@@ -33,6 +34,7 @@ def test_find_gaps_reports_holes_inside_the_sound_only() -> None:
     assert onset_s(pcm, rate) is not None and abs(onset_s(pcm, rate) - 0.301) <= 0.002  # type: ignore[operator]
 
 
+@pytest.mark.realtime
 def test_aplay_is_paced_and_recorded(paced_sink: PacedSink, tmp_path: Path) -> None:
     rate = paced_sink.rate
     tone = _tone(1.0, rate)
@@ -64,6 +66,7 @@ def test_aplay_is_paced_and_recorded(paced_sink: PacedSink, tmp_path: Path) -> N
     assert float(np.max(corr)) >= 0.98
 
 
+@pytest.mark.realtime
 def test_recordings_map_a_sample_to_unix_time_whatever_parec_buffers(paced_sink: PacedSink, tmp_path: Path) -> None:
     """Recording.unix_at comes from when samples arrive, fitted to their earliest arrivals: parec's
     own buffering (5 ms or 200 ms) must not move where a click lands in time (0.24 ms apart here)."""

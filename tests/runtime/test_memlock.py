@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -222,15 +221,13 @@ def _run_as(env: dict, prefix: list[str] = ()) -> subprocess.CompletedProcess[st
 
 
 def test_unprivileged_user_degrades_and_still_speaks(unprivileged_env) -> None:  # type: ignore[no-untyped-def]
-    started = time.monotonic()
-    r = _run_as(unprivileged_env)
+    r = _run_as(unprivileged_env)  # (its timeout bounds a hang; how long it takes is not the point)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "cannot lock voice weights in RAM (mlock: ENOMEM" in r.stdout, r.stdout
     assert "'what': 'memory'" in r.stdout and LOCK_FIX in r.stdout
     assert "RLIMIT_MEMLOCK 8192 KiB" in r.stdout or "RLIMIT_MEMLOCK" in r.stdout
     assert r.stderr.count("cannot lock voice weights") == 1  # said once (the log line)
     assert "INFERENCE ok" in r.stdout and "VmLck 0" in r.stdout
-    assert time.monotonic() - started < 60
 
 
 def test_unprivileged_zero_limit_is_eperm(unprivileged_env) -> None:  # type: ignore[no-untyped-def]
