@@ -19,7 +19,7 @@ from support.probe import Probe
 from support.quota import cpu_quota, unavailable
 from tools.paced_sink import PacedSink, find_gaps
 
-pytestmark = pytest.mark.mqtt
+pytestmark = [pytest.mark.mqtt, pytest.mark.realtime]  # a paced sink and a CPU quota: only real time can tell
 
 RATE = 22050
 NORMAL = "The next train to the airport leaves from platform two."

@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import time
 from typing import Any
 
 from edgetts.audio.convert import DeviceFormat
@@ -20,6 +21,9 @@ from edgetts.config import Config
 from edgetts.errors import AudioDeviceError
 
 _LOGGER = logging.getLogger(__name__)
+
+MAX_DRAIN_S = 2.0
+"""The longest a drain waits for what the device says it has queued (a device buffer is well under it)."""
 
 _AlsaErrorHandler = ctypes.CFUNCTYPE(
     None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p
@@ -167,7 +171,15 @@ class OutputStream:
             raise AudioDeviceError(f"audio device write failed: {exc}") from None
 
     def drain(self) -> None:
-        """Return once everything written has been played; the stream stays usable."""
+        """Return once everything written has been played; the stream stays usable.
+
+        PortAudio's stop waits for what is queued on a sound card, but through ALSA's pulse plugin
+        (PulseAudio, PipeWire) it returns at once and drops it: the last ~0.1 s of every
+        announcement went unheard, and `finished` came before its tail. So what the device says it
+        has queued is waited out first (at most MAX_DRAIN_S, should it misreport)."""
+        queued = self.delay_s()
+        if queued:
+            time.sleep(min(queued, MAX_DRAIN_S))
         try:
             self._stream.stop_stream()
             self._stream.start_stream()
