@@ -8,13 +8,13 @@ while the one before plays), with a CPU hog on the core of one daemon.  A fourth
 receives one announcement after its `play_at` joins in step, and says how late.
 
 A realtime test (issue 39): its verdicts compare what each member REPORTED with what the recording
-shows.  Where its first sample was, against `play_at`, must be what its `started` said
-(``sync_error_ms``), to within a margin measured in the same recording by a reference player on a
-fifth zone (support.timed_player's reference: the sound card's own delay readings, none of the
-timeline); a member that said it was on time (within the product's 5 ms) must be within 5 ms plus
-that margin; what it said it skipped (``late_ms``) must be missing from its zone; and every voiced
-100 ms piece of what it played must be the very samples, but for the pieces the dropouts its
-`finished` counted (``underruns``, ``gap_ms``) can spoil.  What the members decide (play_at, the
+shows.  A member that said it was on time (within the product's 5 ms) must be within 5 ms plus a
+margin measured in the same recording by a reference player on a fifth zone (support.timed_player's
+reference: the sound card's own delay readings, none of the timeline); one that said it was off
+must be where its `started` said (``sync_error_ms``), to within that margin; what it said it
+skipped (``late_ms``) must be missing from its zone; and every voiced 100 ms piece of what it
+played must be the very samples, but for the pieces the dropouts its `finished` counted
+(``underruns``, ``gap_ms``) can spoil.  What the members decide (play_at, the
 lead, the late join, the silence before sample 0, what is skipped) is tested on simulated clocks:
 tests/audio/test_timed.py, test_timed_reports.py, tests/daemon/test_sync_units.py.
 """
@@ -99,10 +99,12 @@ def _check_reports(
             f"underruns {underruns} gap_ms {gap_ms:.1f}; margin {margin:.2f} ms; pieces {np.round(h.pieces, 2)}"
         )
         # (a late joiner's onset is where its sample 0 would have been: its timeline)
-        if abs(onset_ms - said) > margin:
-            faults.append(f"its first sample is not where it said: {what}")
-        if abs(said) <= PROMISE_MS and not late and abs(onset_ms) > PROMISE_MS + margin:
+        on_time = abs(said) <= PROMISE_MS and not late
+        if on_time and abs(onset_ms) > PROMISE_MS + margin:
             faults.append(f"said on time, was not: {what}")
+        # (within the promise the figure is not exact after a dry spell: tests/audio/test_timed_paced.py)
+        if not on_time and abs(onset_ms - said) > margin:
+            faults.append(f"its first sample is not where it said: {what}")
         # A counted dropout spoils the pieces its gap falls in and those played out of step until
         # the timeline is caught up, CONFIRM_S after it (edgetts.audio.timeline; seen: a 55 ms gap,
         # 4 pieces at 0.05-0.16), and one either side; the rest must be the very samples.
