@@ -9,7 +9,7 @@ file is decoded by a fresh pocketsphinx decoder (its live cepstral-mean
 normalisation otherwise carries over from one utterance to the next and moves a
 figure by ~1.5 points with the order of decoding).
 
-    python -m tools.bench_wer [--seeds 0 1 ... 9] [--threads 2] [--json OUT]
+    python -m tools.bench_wer [--seeds 0 1 ... 9] [--threads 2] [--lines 1 4 ...] [--json OUT]
 
 A figure moves by a point or two with anything that changes the audio at all (another noise seed,
 the same audio 2 dB quieter), so the modes are compared pair by pair: the same line and seed
@@ -18,8 +18,12 @@ spoken by `default` and by `whole`, the mean of the differences and its standard
 
 Modes: `default` (the daemon's default voice settings), `whole` (voice.streaming
 false), `fast_forced` (fast start on every first sentence over 96 ids, whatever
-the plan would pick: the worst case of its intelligibility).  Plans follow this
-machine's measured speed, as in the daemon.
+the plan would pick: the worst case of its intelligibility), `raw` (whole sentences with the
+normaliser off: what piper-tts would be given).  Plans follow this machine's measured speed, as in
+the daemon.
+
+tests/voice/test_intelligibility.py checks a few of the hardest lines with the same code
+(:func:`corpus`, :func:`line_wers`), noise off; this runs the whole corpus (``--lines``: a part).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +42,19 @@ from tools.results import default_path, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MODES = ("default", "whole", "fast_forced")
+MODES = ("default", "whole", "fast_forced", "raw")
 
 
-def _corpus() -> list[tuple[str, list[str]]]:
+def corpus(lines: Sequence[int] | None = None) -> list[tuple[str, list[str]]]:
+    """The spoken corpus as (text, its spoken words), or only its ``lines`` (1-based, the file's)."""
     rows = (ROOT / "tests" / "data" / "spoken_corpus.tsv").read_text(encoding="utf-8").splitlines()
-    return [(text, spoken.split()) for text, spoken in (row.split("\t") for row in rows if row.strip())]
+    every = [(text, spoken.split()) for text, spoken in (row.split("\t") for row in rows if row.strip())]
+    return every if lines is None else [every[n - 1] for n in lines]
+
+
+def line_wers(speak: Callable[[str], np.ndarray], rate: int, lines: list[tuple[str, list[str]]]) -> list[float]:
+    """The word error rate of each of ``lines`` as pocketsphinx hears ``speak(text)`` (at ``rate``)."""
+    return [word_error_rate(reference, transcribe(speak(text), rate)) for text, reference in lines]
 
 
 def _voices(threads: int) -> dict[str, Any]:
@@ -53,9 +65,11 @@ def _voices(threads: int) -> dict[str, Any]:
 
     config = Config()
     default = replace(config.voice, threads=threads)
+    whole = replace(default, streaming=False)
     return {
         "default": load_configured_voice(default, config.text_options()),
-        "whole": load_configured_voice(replace(default, streaming=False), config.text_options()),
+        "whole": load_configured_voice(whole, config.text_options()),
+        "raw": load_configured_voice(whole, replace(config.text_options(), normalize=False)),
     }
 
 
@@ -87,21 +101,20 @@ def _speak(voice: Any, text: str, mode: str, seed: int) -> np.ndarray:
     return np.concatenate([c.audio for c in voice.synthesize(text, config)])
 
 
-def measure(seeds: list[int], threads: int) -> dict[str, Any]:
+def measure(seeds: list[int], threads: int, lines: Sequence[int] | None = None) -> dict[str, Any]:
     voices = _voices(threads)
-    corpus = _corpus()
+    chosen = corpus(lines)
     per_seed: dict[str, list[float]] = {mode: [] for mode in MODES}
-    per_line: dict[str, list[list[float]]] = {mode: [[] for _ in corpus] for mode in MODES}
+    per_line: dict[str, list[list[float]]] = {mode: [[] for _ in chosen] for mode in MODES}
     for seed in seeds:
-        for line, (text, reference) in enumerate(corpus):
-            for mode in MODES:
-                voice = voices["whole" if mode == "whole" else "default"]
-                audio = _speak(voice, text, mode, seed)
-                per_line[mode][line].append(word_error_rate(reference, transcribe(audio, voice.sample_rate)))
         for mode in MODES:
-            per_seed[mode].append(statistics.fmean(scores[-1] for scores in per_line[mode]))
+            voice = voices[mode if mode in ("whole", "raw") else "default"]
+            scores = line_wers(lambda text: _speak(voice, text, mode, seed), voice.sample_rate, chosen)  # noqa: B023
+            for line, score in enumerate(scores):
+                per_line[mode][line].append(score)
+            per_seed[mode].append(statistics.fmean(scores))
         print(f"seed {seed}: " + ", ".join(f"{m} {per_seed[m][-1]:.3f}" for m in MODES), flush=True)
-    out: dict[str, Any] = {"seeds": seeds, "lines": len(corpus), "threads": threads}
+    out: dict[str, Any] = {"seeds": seeds, "lines": list(lines) if lines else len(chosen), "threads": threads}
     for mode in MODES:
         out[mode] = {
             "wer_mean": statistics.fmean(per_seed[mode]),
@@ -133,11 +146,12 @@ def main() -> int:
     # Ten seeds: with three, the paired difference's standard error was about a point.
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--lines", type=int, nargs="+", help="only these lines of the corpus (1-based)")
     parser.add_argument(
         "--json", type=Path, default=default_path("bench_wer"), help="write the results here (default: %(default)s)"
     )
     args = parser.parse_args()
-    result = measure(args.seeds, args.threads)
+    result = measure(args.seeds, args.threads, args.lines)
     print(json.dumps({m: round(result[m]["wer_mean"], 3) for m in MODES}))
     print(
         f"default - whole: {result['default_minus_whole']:+.4f} (standard error "
