@@ -173,12 +173,14 @@ def _heard_as_reported(played: _Played, index: float, written: float, latency: f
 
 def _heard_s(pcm: np.ndarray, fed_s: float, latency: float, holes_s: float = 0.0) -> float:
     """How much of ``fed_s`` seconds of audio the recording holds (first to last sample above 1 LSB,
-    less ``holes_s`` of silence between): never more than was fed; all of it but the fade-in's and
-    fade-out's quiet samples. (The tail is heard too: the stream's drain waits out what the device
+    less ``holes_s`` of silence between): never more than was fed; all of it but the fades' quiet
+    samples. (The tail is heard too: the stream's drain waits out what the device
     has queued before it stops; it used to drop it through ALSA's pulse plugin.) Returns it."""
     loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > 1)
     heard = (loud[-1] - loud[0] + 1) / RATE - holes_s
-    fades = 2 * PlayerSettings.fade_ms / 1000
+    # The sound's own fade-in and fade-out; a hole is bordered by two more (the sound before it
+    # fades out, the one after fades in), whose quiet samples the hole's measured length takes.
+    fades = (2 + (2 if holes_s else 0)) * PlayerSettings.fade_ms / 1000
     assert fed_s - fades <= heard <= fed_s, (heard, fed_s, latency)
     return heard
 
