@@ -7,6 +7,8 @@
 #
 #   scripts/test.sh [--ha] [--aarch64] [pytest args...]
 #
+# Without pytest args it runs the default tier on every core (EDGETTS_TEST_WORKERS, default
+# auto), then the realtime tier alone; with them, one plain pytest run of what they select.
 # --ha also runs tests/daemon/test_homeassistant_core.py against two real Home Assistant
 # cores: 2024.3.3 in its own venv (scripts/ha-venv.sh: built once, ~700 MB, then cached) and
 # 2026.2.3 in a Debian 13 chroot (scripts/ha-chroot.sh: Python 3.13; built once, ~4 min and
@@ -39,8 +41,19 @@ if [[ $ha == 1 ]]; then
   export EDGETTS_HA_PYTHON EDGETTS_HA_NEW_PYTHON
 fi
 set +e
-"$venv/bin/python" -m pytest --durations=25 "$@"
-rc=$?
+if (($# == 0)); then
+  # The whole suite in two tiers: the default tier's verdicts do not depend on how busy the machine
+  # is, so it runs on every core at once (pytest-xdist, a test file per worker so its module
+  # fixtures are made once); the realtime tier measures real time, so it runs alone afterwards.
+  "$venv/bin/python" -m pytest -n "${EDGETTS_TEST_WORKERS:-auto}" --dist loadfile -m "not realtime" --durations=25
+  rc=$?
+  "$venv/bin/python" -m pytest -m realtime --durations=25
+  rt_rc=$?
+  ((rc != 0)) || rc=$rt_rc
+else
+  "$venv/bin/python" -m pytest --durations=25 "$@"
+  rc=$?
+fi
 if ((aarch64)); then
   EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-aarch64.sh
   arm_rc=$?

@@ -171,6 +171,8 @@ def test_calibration_reports_the_search_it_ran() -> None:
     (that figure is tools/slowboard.py's output, not a verdict here); what it reports must be the
     search it ran, step by step, on the RTFs it measured."""
     _need_slow_board()
-    found = slowboard.calibrate(1.0, threads=1, tolerance=0.05, max_steps=3)
-    _check_search(found, 1.0, 1, 0.05, 3)
+    # Target RTF 0.5, not the tools' 0.8: each throttled step speaks the calibration lines at about
+    # the target's RTF, and what is checked here is the report of the search, not a board's speed.
+    found = slowboard.calibrate(0.5, threads=1, tolerance=0.05, max_steps=3)
+    _check_search(found, 0.5, 1, 0.05, 3)
     assert all(step["rtf"] > 0 and math.isfinite(step["rtf"]) for step in found["steps"])
