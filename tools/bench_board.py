@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """edgetts against piper-tts on a slow board: this machine's core slowed to a Pi 4's by a CPU quota.
 
-    python -m tools.bench_board [--corpus F] [--piper-rtf X] [--threads N] [--runs N] [--lines N] --json OUT
+    python -m tools.bench_board [--board pi4|pi4-1core] [--corpus F] [--piper-rtf X] [--threads N]
+                                [--runs N] [--lines N] [--json OUT]
 
 The quota is calibrated first (tools/slowboard.py: piper-tts on the joe voice
 at 1 thread runs at ``--piper-rtf``, 0.8 = one Pi 4 core; ``--quota`` skips
@@ -259,6 +260,24 @@ def print_table(res: dict[str, Any]) -> None:
     )
 
 
+BOARDS = {"pi4": 2, "pi4-1core": 1}
+"""Board profiles: inference threads, each on a slow core of ``--piper-rtf``'s speed, the audio thread
+on a slow core of its own (``--audio-core own``).  The daemon's default gives inference one thread
+per core (edgetts/runtime/topology.py), four on a Pi 4; two is what this two-core machine can run
+truly in parallel, and past two piper-tts's own Pi 4 figures gain little (RTF 0.48 at 2 threads,
+0.36 at 4)."""
+
+
+def _threads(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The inference threads of ``--board`` or ``--threads`` (they must agree when both are given)."""
+    if args.board is None:
+        return args.threads or 1
+    wanted = BOARDS[args.board]
+    if args.threads not in (None, wanted):
+        parser.error(f"--board {args.board} runs {wanted} inference thread(s), not --threads {args.threads}")
+    return wanted
+
+
 def _cell(value: Any) -> str:
     return f"{'-':>15}" if value is None else f"{value:>15.3f}"
 
@@ -272,7 +291,13 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--piper-rtf", type=float, default=0.8, help="piper-tts's RTF on the slow core (0.8: Pi 4)")
     parser.add_argument("--quota", type=float, help="CPU quota per thread, instead of calibrating one")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--board",
+        choices=sorted(BOARDS),
+        help="a board profile: pi4 = the daemon's default on a Pi 4 (two inference threads, each on a slow "
+        "core, the audio thread on a third); pi4-1core = one slow core for inference (sets --threads)",
+    )
+    parser.add_argument("--threads", type=int, help="inference threads, each on a slow core (default 1)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", type=int, help="only the first N lines of the corpus")
     parser.add_argument("--whole", action="store_true", help="also edgetts with voice.streaming false")
@@ -288,6 +313,7 @@ def main() -> int:
         "--json", type=Path, default=default_path("bench_board"), help="write the results here (default: %(default)s)"
     )
     args = parser.parse_args()
+    args.threads = _threads(parser, args)
     # SIGTERM (and SIGINT, which a shell's background job ignores) unwinds like an exception, so
     # the quota group, the worker and the sink are cleaned up.
     signal.signal(signal.SIGTERM, _terminate)
@@ -310,6 +336,7 @@ def main() -> int:
         period_us=period_for(quota),
         audio_core=args.audio_core,
         audio_quota_cpus=per_core if args.audio_core == "own" else None,
+        board=args.board,
         threads=args.threads,
         runs=args.runs,
         lines=len(lines),

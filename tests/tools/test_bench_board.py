@@ -53,6 +53,8 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "tools.bench_board",
+            "--board",
+            "pi4-1core",
             "--lines",
             "2",
             "--runs",
@@ -75,6 +77,7 @@ def test_bench_board_writes_the_fields_other_tools_read(tmp_path: Path) -> None:
     res = json.loads(out.read_text())
     assert res["piper_rtf_target"] == 0.8
     assert res["quota_cpus"] == 0.5 and res["lines"] == 2 and res["runs"] == 1
+    assert res["board"] == "pi4-1core" and res["threads"] == 1
     for engine in ("piper", "edgetts", "edgetts_whole"):
         figures = res[engine]
         for key in ENGINE_FIELDS:
