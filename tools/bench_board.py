@@ -119,6 +119,7 @@ def run_once(
     lines_file = scratch / "lines.json"
     lines_file.write_text(json.dumps(lines))
     argv = ["-m", WORKER, "--lines-file", str(lines_file), "--threads", str(args.threads), "--seed", str(1000 + rep)]
+    argv += ["--parallel", args.parallel]
     if args.whole:
         argv.append("--whole")
     if rep % 2:
@@ -298,6 +299,12 @@ def main() -> int:
         "core, the audio thread on a third); pi4-1core = one slow core for inference (sets --threads)",
     )
     parser.add_argument("--threads", type=int, help="inference threads, each on a slow core (default 1)")
+    parser.add_argument(
+        "--parallel",
+        choices=["threads", "windows"],
+        default="threads",
+        help="edgetts's voice.parallel: its threads inside each run, or windows decoded at once",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", type=int, help="only the first N lines of the corpus")
     parser.add_argument("--whole", action="store_true", help="also edgetts with voice.streaming false")
@@ -338,6 +345,7 @@ def main() -> int:
         audio_quota_cpus=per_core if args.audio_core == "own" else None,
         board=args.board,
         threads=args.threads,
+        parallel=args.parallel,
         runs=args.runs,
         lines=len(lines),
         corpus=str(args.corpus),

@@ -82,7 +82,7 @@ class _Device:
 class EdgeSide:
     """edgetts as the daemon runs it by default: voice, text preparation, player on the sound card."""
 
-    def __init__(self, threads: int, streaming: bool | None) -> None:
+    def __init__(self, threads: int, streaming: bool | None, parallel: str = "threads") -> None:
         from edgetts.audio.job import PlaybackJob
         from edgetts.audio.player import Player
         from edgetts.config import Config, VoiceModelSettings
@@ -91,7 +91,7 @@ class EdgeSide:
         from edgetts.daemon.playout.sound_card import player_settings
 
         self.config = Config()
-        settings = replace(VoiceModelSettings(), threads=threads)
+        settings = replace(VoiceModelSettings(), threads=threads, parallel=parallel)
         if streaming is not None:  # edgetts_whole: the one key an operator would change
             settings = replace(settings, streaming=streaming)
         self.settings = settings
@@ -254,7 +254,7 @@ def run(args: argparse.Namespace, say: Any) -> int:
 
         onnxruntime.set_seed(args.seed)
     piper = PiperSide(args.threads)
-    edge = EdgeSide(args.threads, None)
+    edge = EdgeSide(args.threads, None, args.parallel)
     whole = EdgeSide(args.threads, False) if args.whole else None
     sides: list[tuple[str, Any]] = [("piper", piper), ("edgetts", edge)]
     if whole is not None:
@@ -290,6 +290,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines-file", required=True, help="JSON list of the lines to speak")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--parallel", choices=["threads", "windows"], default="threads", help="voice.parallel")
     parser.add_argument("--whole", action="store_true", help="also edgetts with voice.streaming false")
     parser.add_argument("--edgetts-first", action="store_true", help="edgetts before piper on each line")
     parser.add_argument("--seed", type=int)

@@ -90,6 +90,9 @@ class AudioSettings:
             raise FieldError(("reopen_min_s",), "need 0 < reopen_min_s <= reopen_max_s")
 
 
+PARALLEL_MODES = ("threads", "windows")
+
+
 @dataclass(frozen=True)
 class VoiceModelSettings:
     """One voice: a model and how to run it."""
@@ -99,6 +102,11 @@ class VoiceModelSettings:
 
     threads: int | None = None
     """Inference threads; None = one per inference core (cpu.inference_cores)."""
+
+    parallel: str = "threads"
+    """How the voice's threads share the work: `threads` = each model run on all of them (onnxruntime's
+    intra-op threads); `windows` = that many windows of a streamed sentence decoded at once, each run
+    on one thread, the next window's flow and front prepared meanwhile (docs/streaming.md, "Cores")."""
 
     streaming: bool = True
     """Decode each sentence in windows planned for this machine's measured speed: first audio
@@ -144,6 +152,8 @@ class VoiceModelSettings:
         # voice, plays clips, and reports `degraded: voice` with the loader's reason.
         if self.threads is not None and not 1 <= self.threads <= 64:
             raise FieldError(("threads",), "must be 1-64")
+        if self.parallel not in PARALLEL_MODES:
+            raise FieldError(("parallel",), f"must be one of {', '.join(PARALLEL_MODES)}")
         if not 0 <= self.fast_start_ids <= 4096:
             raise FieldError(("fast_start_ids",), "must be 0-4096 (0 = off)")
         if not 32 <= self.max_sentence_ids <= 4096:

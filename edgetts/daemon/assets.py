@@ -67,6 +67,7 @@ def load_configured_voice(
         cores=runtime.cores,
         lock=runtime.lock,
         streaming=settings.streaming,
+        parallel=settings.parallel,
         fast_start_ids=settings.fast_start_ids,
         max_sentence_ids=settings.max_sentence_ids,
     )

@@ -109,6 +109,7 @@ def load_voice(
     cores: tuple[int, ...] | None = None,
     lock: bool = False,
     streaming: bool = False,
+    parallel: str = "threads",
     fast_start_ids: int = 0,
     max_sentence_ids: int = MAX_SENTENCE_IDS,
 ) -> Voice:
@@ -120,7 +121,9 @@ def load_voice(
     (locks the weights in RAM, docs/edge-runtime.md) apply to voices of every
     family, through one :class:`RuntimeOptions`; ``streaming`` decodes Piper voices in windows
     (first audio sooner, docs/streaming.md), ``fast_start_ids`` > 0 with it starts long
-    first sentences from a prefix (``StreamingOptions.fast_start_ids``); ``max_sentence_ids``
+    first sentences from a prefix (``StreamingOptions.fast_start_ids``); ``parallel="windows"``
+    with it decodes ``threads`` windows at once, each run on one thread
+    (``StreamingOptions.workers``); ``max_sentence_ids``
     (Piper voices) is the most input ids of one run, a longer
     sentence is spoken in pieces.
     """
@@ -133,6 +136,10 @@ def load_voice(
     from edgetts.voice.piper.voice import PiperVoice
     from edgetts.voice.piper.windows import StreamingOptions
 
+    workers = 1
+    if streaming and parallel == "windows":
+        # The windows decoded at once are the parallelism: each run on one thread.
+        workers, runtime = runtime.resolved_threads(), replace(runtime, threads=1)
     text = text or TextOptions()
     if not normalize:
         text = replace(text, normalize=False)
@@ -142,6 +149,6 @@ def load_voice(
         name=info.name,
         text=text,
         cache_dir=default_cache_dir(),
-        streaming=StreamingOptions(fast_start_ids=fast_start_ids) if streaming else False,
+        streaming=StreamingOptions(fast_start_ids=fast_start_ids, workers=workers) if streaming else False,
         max_sentence_ids=max_sentence_ids,
     )

@@ -50,8 +50,8 @@ def _dry_seconds(
     """How long playback starting ``lead`` after the first chunk would wait, at the costs predicted."""
     ready, play, waited = 0.0, None, 0.0
     for item, schedule in zip(items, windows):
-        for compute, audio in _chunks(item, shape, speed, schedule):
-            ready += compute
+        for main, tail, audio in _chunks(item, shape, speed, schedule):
+            ready += main + tail  # one worker: each chunk's runs one after the other
             if play is None:
                 play = ready + lead
             waited += max(0.0, ready - play)
@@ -72,7 +72,8 @@ def test_a_fast_machine_plays_the_first_small_window_at_once(shape: Shape) -> No
 
 
 def _first_chunk_s(item: Item, shape: Shape, speed: SpeedModel, windows: Windows) -> float:
-    return _chunks(item, shape, speed, windows)[0][0]
+    main, tail, _audio = _chunks(item, shape, speed, windows)[0]
+    return main + tail
 
 
 def _planned_wait(item: Item, shape: Shape, speed: SpeedModel, windows: Windows) -> float:
@@ -186,7 +187,7 @@ def test_the_first_sentence_s_search_stops_at_larger_first_windows_once_one_keep
     clock = _Clock(speed)
     every = [(clock.trial(_chunks(items[0], shape, speed, w))[0], w) for w in lead._candidates(items[0], shape.options)]
     own = every[0]
-    assert own[0] > _chunks(items[0], shape, speed, own[1])[0][0] * clock.safety  # it searches
+    assert own[0] > sum(_chunks(items[0], shape, speed, own[1])[0][:2]) * clock.safety  # it searches
     counting = lead._chunks
     tried = _count_chunks(monkeypatch)
     chosen = plan_text(items, shape, speed).windows[0]
@@ -256,7 +257,7 @@ def test_a_smaller_largest_window_needs_less_in_hand_on_a_slow_board(shape: Shap
 def test_the_lead_grows_as_the_board_slows(shape: Shape) -> None:
     leads = [plan_text(TEXT, shape, SpeedModel(assumed=c)).lead_s for c in (FAST, PI4, TOO_SLOW)]
     assert leads[0] < leads[1] < leads[2]
-    audio = sum(a for item in TEXT for _, a in _chunks(item, shape, SpeedModel(assumed=TOO_SLOW), None))
+    audio = sum(a for item in TEXT for _, _, a in _chunks(item, shape, SpeedModel(assumed=TOO_SLOW), None))
     assert leads[2] > 0.5 * audio  # twice too slow: about half the text must be in hand
 
 
@@ -267,7 +268,7 @@ def test_a_sentence_whose_front_has_run_is_planned_with_its_own_frames(shape: Sh
     predicted = [Item(ids=85, first_in_text=True)]
     plan = plan_text(predicted, shape, speed)
     longer = Item(ids=85, first_in_text=True, frames=230)
-    assert sum(a for _, a in _chunks(longer, shape, speed, plan.windows[0])) == pytest.approx(230 * 256 / 22050)
+    assert sum(a for _, _, a in _chunks(longer, shape, speed, plan.windows[0])) == pytest.approx(230 * 256 / 22050)
     lead_longer = lead_s([longer], shape, speed, plan.windows)
     assert lead_longer > plan.lead_s
     assert _dry_seconds([longer], shape, speed, plan.windows, lead_longer) == 0.0
@@ -369,7 +370,7 @@ def test_a_lead_s_pad_grows_with_what_is_predicted() -> None:
 
     def lead(chunks: list[tuple[float, float]]) -> float:
         clock = _Clock(SpeedModel())
-        clock.add([(compute / clock.safety, audio) for compute, audio in chunks])
+        clock.add([(compute / clock.safety, 0.0, audio) for compute, audio in chunks])
         return clock.lead
 
     assert lead([(0.02, 0.046), (0.035, 1.0)]) == 0.0  # the second window ready in time: no lead

@@ -20,7 +20,7 @@ from edgetts.engine import SynthesisConfig
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
-from edgetts.voice.piper.streaming import FLOW_REACH, Latent, decode_windows, splice_frames
+from edgetts.voice.piper.streaming import FLOW_REACH, Latent, WindowWorkers, splice_frames, window_jobs
 from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, fast_start_kept, plan_windows, window_size
 
 
@@ -35,6 +35,8 @@ class SplitVoice(Protocol):
     def flow_runner(self) -> Callable[[dict[str, np.ndarray]], np.ndarray] | None: ...
 
     def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray: ...
+
+    def window_workers(self) -> WindowWorkers | None: ...
 
 
 def word_ends(ids: Sequence[int], space: int) -> tuple[int, ...]:
@@ -87,19 +89,41 @@ def _windows(
     told: Callable[[int, int], None],
 ) -> Iterator[tuple[np.ndarray, bool]]:
     """``cut``: (K, its frames, the frames the prefix windows cover)."""
+    split = voice.split
+    assert split is not None
+    joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
+    jobs = _jobs(voice, ids, config, options, schedule, prefix, cut, told)
+    workers = voice.window_workers()
+    decoded = workers.ordered(jobs) if workers is not None else ((meta, voice.decode(feeds)) for meta, feeds in jobs)
+    for (lo, start, end, final, last), audio in decoded:
+        yield joiner.piece(audio, lo, start, end, final), last
+
+
+def _jobs(
+    voice: SplitVoice,
+    ids: Sequence[int],
+    config: SynthesisConfig,
+    options: StreamingOptions,
+    schedule: Windows,
+    prefix: dict[str, np.ndarray],
+    cut: tuple[int, int, int],
+    told: Callable[[int, int], None],
+) -> Iterator[tuple[tuple[int, int, int, bool, bool], dict[str, np.ndarray]]]:
+    """Each window's (lo, start, end, ends the sentence, is the last) and decoder inputs: the
+    prefix's windows, then (the whole sentence's front run meanwhile) the rest."""
     keep, kept, safe = cut
     split = voice.split
     assert split is not None
     prefix_frames = max(v.shape[-1] for v in prefix.values())
     head = {k: np.ascontiguousarray(v[..., :kept]) if v.shape[-1] == prefix_frames else v for k, v in prefix.items()}
     flow = voice.flow_runner()
-    joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
     windows = plan_windows(safe, schedule.first, schedule.growth, options.max_frames)
     head_latent = Latent(head, flow, split.frame_inputs[0], split.flow_margin)
     for start, end in windows:
         lo, hi = max(0, start - split.margin), end + split.margin
-        yield joiner.piece(voice.decode(head_latent.window(lo, hi)), lo, start, end, False), False
-    # The whole sentence, spliced after the prefix's first `keep` ids.
+        yield (lo, start, end, False, False), head_latent.window(lo, hi)
+    # The whole sentence, spliced after the prefix's first `keep` ids.  With window workers its
+    # front runs here while the prefix's last windows decode.
     whole = voice.front(ids, config, [*split.front_outputs, split.durations])
     spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
     latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH)
@@ -114,6 +138,5 @@ def _windows(
         (safe + a, safe + b)
         for a, b in plan_windows(latent.frames - safe, following, schedule.growth, options.max_frames)
     ]
-    pieces = decode_windows(voice.decode, latent, split.hop, split.margin, rest, 0, joiner)
-    for index, piece in enumerate(pieces):
-        yield piece, index == len(rest) - 1
+    for index, ((lo, start, end), feeds) in enumerate(window_jobs(latent, split.margin, rest)):
+        yield (lo, start, end, end >= latent.frames, index == len(rest) - 1), feeds

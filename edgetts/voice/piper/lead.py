@@ -117,11 +117,35 @@ class Plan:
     lead_s: float
 
 
+Chunk = tuple[float, float, float]
+"""A predicted chunk: (seconds of runs on the caller's thread before it: fronts and flow, seconds of
+its decoder run, seconds of audio).  Whole sentences and pauses run everything on the caller's thread."""
+
+
+def _ready_times(base: float, chunks: Sequence[Chunk], safety: float, workers: int) -> list[float]:
+    """When each chunk of one sentence is ready, its first runs beginning at ``base``.
+
+    As :class:`~.streaming.WindowWorkers` runs them: the caller prepares chunk j's inputs once it
+    has prepared chunk j-1's and chunk j-``workers`` is ready (the first chunk is waited for before
+    anything else), its decoder run then begins at once on a free worker, and chunks are handed on
+    in order.  One worker is the serial voice: each chunk's runs one after the other."""
+    ready: list[float] = []
+    prepared = base
+    for j, (main, tail, _audio) in enumerate(chunks):
+        if j:
+            prepared = max(prepared, ready[max(0, j - max(1, workers))])
+        prepared += main * safety
+        done = prepared + tail * safety
+        ready.append(max(ready[-1], done) if ready else done)
+    return ready
+
+
 class _Clock:
     """Predicted compute and audio of the chunks so far: S, the earliest start that never waits."""
 
-    def __init__(self, speed: SpeedModel) -> None:
+    def __init__(self, speed: SpeedModel, workers: int = 1) -> None:
         self.safety = SAFETY * speed.slowdown
+        self.workers = workers
         self.ready = 0.0
         self.heard = 0.0
         self.first: float | None = None
@@ -129,9 +153,10 @@ class _Clock:
         self.binding = 0.0
         """When the chunk that sets ``start`` is predicted ready."""
 
-    def add(self, chunks: Sequence[tuple[float, float]]) -> None:
-        for compute, audio in chunks:
-            self.ready += compute * self.safety
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        """``chunks``: one item's (a sentence runs after the one before has ended)."""
+        for ready, (_main, _tail, audio) in zip(_ready_times(self.ready, chunks, self.safety, self.workers), chunks):
+            self.ready = ready
             if self.first is None:
                 self.first = self.ready
             if self.ready - self.heard > self.start:
@@ -142,19 +167,24 @@ class _Clock:
         """S at the least if the next chunk takes ``compute`` (what ``trial`` cannot go below)."""
         return max(self.start, self.ready + compute * self.safety - self.heard)
 
-    def trial(self, chunks: Sequence[tuple[float, float]]) -> tuple[float, float]:
-        """(S, compute) if ``chunks`` came next."""
-        ready, heard, start = self.ready, self.heard, self.start
-        for compute, audio in chunks:
-            ready += compute * self.safety
+    def trial(self, chunks: Sequence[Chunk]) -> tuple[float, float]:
+        """(S, compute: the runs so far and those of ``chunks``, one after the other) if ``chunks``
+        came next.  Compute is what schedules of one start are told apart by (fewer seams cost
+        less), and with several workers it is CPU, not when the last chunk is ready."""
+        heard, start = self.heard, self.start
+        for ready, (_main, _tail, audio) in zip(_ready_times(self.ready, chunks, self.safety, self.workers), chunks):
             start = max(start, ready - heard)
             heard += audio
-        return start, ready
+        return start, self.ready + sum(main + tail for main, tail, _audio in chunks) * self.safety
 
     @property
     def lead(self) -> float:
         lead = self.start - (self.first or 0.0)
         return lead + min(PAD_S, PAD_SHARE * self.binding) if lead > 1e-6 else 0.0
+
+
+def _workers(shape: Shape) -> int:
+    return shape.options.workers if shape.options is not None and shape.split is not None else 1
 
 
 def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
@@ -166,7 +196,7 @@ def plan_text(items: Sequence[Item], shape: Shape, speed: SpeedModel) -> Plan:
     soonest.  Exact decoding is
     preferred to fast start, which is tried only where it is needed.
     """
-    clock = _Clock(speed)
+    clock = _Clock(speed, _workers(shape))
     chosen: list[Windows | None] = []
     for index, item in enumerate(items):
         options = shape.options
@@ -196,7 +226,7 @@ def _choose(clock: _Clock, item: Item, shape: Shape, options: StreamingOptions, 
             continue  # its front alone ends too late to be _better (4 of the 60-word probe's 22 trials here)
         chunks = _chunks(item, shape, speed, windows)
         start, compute = clock.trial(chunks)
-        floor = clock.start if clock.first is not None else chunks[0][0] * clock.safety
+        floor = clock.start if clock.first is not None else (chunks[0][0] + chunks[0][1]) * clock.safety
         if start <= floor + 1e-6 and (index == 0 or not item.first_in_text):
             # Keeps up: for later sentences the cheapest that does; for the first, the
             # voice's own schedule (smallest first window) if it does, else the soonest start.
@@ -265,7 +295,7 @@ def _fast_variant(
 
 def lead_s(items: Sequence[Item], shape: Shape, speed: SpeedModel, windows: Sequence[Windows | None]) -> float:
     """The lead of ``items`` run with ``windows`` (reckoned again with the speed model as it is now)."""
-    clock = _Clock(speed)
+    clock = _Clock(speed, _workers(shape))
     for item, schedule in zip(items, windows):
         clock.add(_chunks(item, shape, speed, schedule))
     return clock.lead
@@ -294,19 +324,19 @@ def _prefixes(item: Item, options: StreamingOptions) -> list[int]:
     return [round(limit * p) for p in _PREFIXES if fast_start_applies(item.ids, round(limit * p))]
 
 
-def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None) -> list[tuple[float, float]]:
-    """Predicted (seconds of runs before it is ready, seconds of audio) of each chunk of ``item``."""
+def _chunks(item: Item, shape: Shape, speed: SpeedModel, windows: Windows | None) -> list[Chunk]:
+    """Predicted :data:`Chunk` of each chunk of ``item``."""
     if item.ids <= 0:
-        return [(0.0, item.pause_s)]
+        return [(0.0, 0.0, item.pause_s)]
     frames = _frames(item, speed)
     split = shape.split
     if split is None:
-        return [(speed.cost("whole")(item.ids), frames * 256 / shape.sample_rate)]
+        return [(speed.cost("whole")(item.ids), 0.0, frames * 256 / shape.sample_rate)]
     if windows is None or shape.options is None:
         cost = speed.cost("front")(item.ids) + speed.cost("tail")(frames)
         if split.flow is not None:
             cost += speed.cost("flow")(frames)
-        return [(cost, frames * split.hop / shape.sample_rate)]
+        return [(cost, 0.0, frames * split.hop / shape.sample_rate)]
     return _streamed(item, frames, split, shape.options, windows, shape.sample_rate, speed)
 
 
@@ -331,7 +361,7 @@ def _streamed(
     windows: Windows,
     rate: int,
     speed: SpeedModel,
-) -> list[tuple[float, float]]:
+) -> list[Chunk]:
     front = speed.cost("front")
     largest = options.max_frames
     prefixed = bool(split.durations) and fast_start_applies(item.ids, windows.prefix)  # as the voice runs it
@@ -355,27 +385,27 @@ def _streamed(
             following = window_size(len(spans), windows.first, windows.growth, largest)
             rest = [(safe + a, safe + b) for a, b in plan_windows(frames - safe, following, windows.growth, largest)]
             tail = _decode(frames, rest, split, rate, speed, safe + split.margin)
-            head[0] = (head[0][0] + front(limit), head[0][1])
-            tail[0] = (tail[0][0] + front(item.ids), tail[0][1])
+            head[0] = (head[0][0] + front(limit), *head[0][1:])
+            tail[0] = (tail[0][0] + front(item.ids), *tail[0][1:])
             return head + tail
     out = _decode(frames, plan_windows(frames, windows.first, windows.growth, largest), split, rate, speed, 0)
     # A prefix too short for a first window was still run (the voice finds out from its durations).
     wasted = front(windows.prefix) if prefixed else 0.0
-    out[0] = (out[0][0] + front(item.ids) + wasted, out[0][1])
+    out[0] = (out[0][0] + front(item.ids) + wasted, *out[0][1:])
     return out
 
 
 def _decode(
     frames: int, windows: Sequence[tuple[int, int]], split: SplitModels, rate: int, speed: SpeedModel, exact: int
-) -> list[tuple[float, float]]:
-    """Cost and audio of decoding ``windows`` of a sentence of ``frames`` frames, the flow run in the
+) -> list[Chunk]:
+    """Costs and audio of decoding ``windows`` of a sentence of ``frames`` frames, the flow run in the
     spans :class:`~.streaming.Latent` runs (from frame ``exact``, what is already known)."""
     tail, flow = speed.cost("tail"), speed.cost("flow")
     ready = exact
-    out: list[tuple[float, float]] = []
+    out: list[Chunk] = []
     for start, end in windows:
         lo, hi = max(0, start - split.margin), min(frames, end + split.margin)
-        cost = tail(hi - lo)
+        cost = 0.0
         while split.flow is not None and hi > ready:
             first = ready == 0
             run_lo, run_hi, keep_hi = flow_span(exact, hi, frames, split.flow_margin, first=first)
@@ -383,5 +413,5 @@ def _decode(
             if not first or run_hi - keep_hi >= FLOW_REACH or run_hi == frames:
                 exact = keep_hi
             ready = keep_hi
-        out.append((cost, (end - start) * split.hop / rate))
+        out.append((cost, tail(hi - lo), (end - start) * split.hop / rate))
     return out

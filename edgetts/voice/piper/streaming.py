@@ -12,7 +12,11 @@ margin on each side that covers its receptive field (issue 4, docs/streaming.md)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -120,26 +124,103 @@ class Latent:
         self._ready = self._exact = ready
 
 
+Feeds = dict[str, np.ndarray]
+_Meta = TypeVar("_Meta")
+
+
+class WindowWorkers:
+    """The decoder run on up to ``workers`` windows at once, the windows' audio still in order.
+
+    Each decoder run then runs on one core (the voice's sessions have one intra-op thread): two
+    windows decode side by side without the barrier intra-op threads meet after every operator,
+    which on a window's small tensors and a slow core costs much of what the second thread gains.
+    The flow and the fronts run on the caller's thread meanwhile, preparing the next window's
+    inputs.  A sentence's first window is waited for before anything else is prepared, so nothing
+    delays it (see docs/streaming.md, "Cores").
+    """
+
+    def __init__(self, run: Callable[[Feeds], np.ndarray], workers: int) -> None:
+        if workers < 2:
+            raise ValueError(f"WindowWorkers needs at least 2 workers, not {workers}")
+        self._run = run
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="edgetts-decode")
+            return self._pool
+
+    def ordered(self, jobs: Iterable[tuple[_Meta, Feeds]]) -> Iterator[tuple[_Meta, np.ndarray]]:
+        """Each job's ``meta`` and its decoded audio, in the jobs' order.  Computing a job's feeds
+        (iterating ``jobs``) is the caller's work; at most ``workers`` decoder runs are in flight,
+        and one that ended is handed on before the next job is prepared."""
+        pool = self._executor()
+        pending: deque[tuple[_Meta, Future[np.ndarray]]] = deque()
+        try:
+            for index, (meta, feeds) in enumerate(jobs):
+                future = pool.submit(self._run, feeds)
+                if index == 0:
+                    yield meta, future.result()
+                    continue
+                pending.append((meta, future))
+                while pending and (len(pending) >= self.workers or pending[0][1].done()):
+                    head, done = pending.popleft()
+                    yield head, done.result()
+            while pending:
+                head, done = pending.popleft()
+                yield head, done.result()
+        finally:
+            # Abandoned (a stop, an error): runs not begun are dropped, those under way end first,
+            # so no run of this sentence outlives it (the caller may interrupt them).
+            for _meta, future in pending:
+                future.cancel()
+            for _meta, future in pending:
+                if not future.cancelled():
+                    future.exception()
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def window_jobs(
+    latent: Latent, margin: int, windows: Sequence[tuple[int, int]]
+) -> Iterator[tuple[tuple[int, int, int], Feeds]]:
+    """Each window's (lo, start, end) and decoder inputs, with ``margin`` frames of context each
+    side: the flow runs as each is asked for (:meth:`Latent.window`)."""
+    for start, end in windows:
+        lo, hi = max(0, start - margin), min(latent.frames, end + margin)
+        yield (lo, start, end), latent.window(lo, hi)
+
+
 def decode_windows(
-    run_tail: Callable[[dict[str, np.ndarray]], np.ndarray],
+    run_tail: Callable[[Feeds], np.ndarray],
     latent: Latent,
     hop: int,
     margin: int,
     windows: Sequence[tuple[int, int]],
     fade: int,
     joiner: SeamJoiner | None = None,
+    workers: WindowWorkers | None = None,
 ) -> Iterator[np.ndarray]:
     """Audio of each window, in order; seams are cross-faded over ``fade`` samples.
 
     Each window is decoded with ``margin`` frames of context on each side (the
     sentence's own edges need none: there the whole-sentence run pads with
     zeros too).  The window ending at ``latent.frames`` ends the sentence;
-    ``joiner`` carries a seam over from earlier windows (fast start).
+    ``joiner`` carries a seam over from earlier windows (fast start); ``workers``
+    decode several windows at once (None: one after the other, with ``run_tail``).
     """
     joiner = joiner or SeamJoiner(hop, fade)
-    for start, end in windows:
-        lo, hi = max(0, start - margin), min(latent.frames, end + margin)
-        yield joiner.piece(run_tail(latent.window(lo, hi)), lo, start, end, end >= latent.frames)
+    jobs = window_jobs(latent, margin, windows)
+    decoded = workers.ordered(jobs) if workers is not None else ((meta, run_tail(feeds)) for meta, feeds in jobs)
+    for (lo, start, end), audio in decoded:
+        yield joiner.piece(audio, lo, start, end, end >= latent.frames)
 
 
 def splice_frames(

@@ -34,7 +34,7 @@ from edgetts.voice.piper.seeded_model import SEEDED_NOISE
 from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, at_sentence, seed_feed
 from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.split_cache import open_split
-from edgetts.voice.piper.streaming import Latent, decode_windows
+from edgetts.voice.piper.streaming import Latent, WindowWorkers, decode_windows
 from edgetts.voice.piper.windows import StreamingOptions, fast_start_applies, plan_windows
 
 _LOGGER = logging.getLogger(__name__)
@@ -87,6 +87,8 @@ class PiperVoice:
         self._seeded = NOISE_SEED_INPUT in inputs
         self.speed = SpeedModel()
         """What this voice's runs cost on this machine, learned as they run (issue 14)."""
+        workers = self.streaming.workers if self.streaming is not None else 1
+        self._workers = WindowWorkers(self.decode, workers) if workers > 1 else None
 
     @staticmethod
     def load(
@@ -240,6 +242,10 @@ class PiperVoice:
         """Split voices: raw audio of (a window of) the decoder's inputs."""
         return self._checked(self._run(self._tail, feeds)[0])
 
+    def window_workers(self) -> WindowWorkers | None:
+        """What decodes several windows at once (StreamingOptions.workers > 1), else None."""
+        return self._workers
+
     def infer(self, ids: Sequence[int], config: SynthesisConfig) -> np.ndarray:
         """Run the model on one sentence's ids: raw float32 audio, shape (n,)."""
         if self.split is not None:
@@ -276,7 +282,9 @@ class PiperVoice:
             on_frames(latent.frames, len(ids))
         spans = plan_windows(latent.frames, windows.first, windows.growth, options.max_frames)
         fade = min(options.crossfade, 2 * self.split.margin * self.split.hop)
-        pieces = decode_windows(self.decode, latent, self.split.hop, self.split.margin, spans, fade)
+        pieces = decode_windows(
+            self.decode, latent, self.split.hop, self.split.margin, spans, fade, workers=self._workers
+        )
         for index, piece in enumerate(pieces):
             yield piece, index == len(spans) - 1
 

@@ -47,6 +47,11 @@ class StreamingOptions:
     SDR min 39.0 dB vs 39.1 at 24).  The rest of the sentence is one flow run from its start,
     exact, see :class:`edgetts.voice.piper.streaming.Latent`."""
 
+    workers: int = 1
+    """Windows decoded at once, each decoder run on one core (1: one after the other, each run on
+    the voice's intra-op threads).  With N > 1 the voice's sessions should run one intra-op thread
+    each: the N runs are the parallelism (docs/streaming.md, "Cores")."""
+
     fast_start_ids: int = 0
     """0 (default): every sentence is exactly what whole-sentence decoding gives.  N > 0: the
     first sentence of a text, when it has more than 1.5 N phoneme ids, starts from a run of the
