@@ -31,6 +31,11 @@ def console_rig(daemon_rig, http_more: str = "", **kw):  # type: ignore[no-untyp
     rig = daemon_rig(extra=kw.pop("extra", "") + http_extra(port, http_more), **kw)
     client = Client(port)
     client.wait_up()
+    # The console serves the status the loop last handed it: online on MQTT may reach the probe
+    # before the console has it (503 "no status published yet" meanwhile, on a busy machine).
+    deadline = time.monotonic() + 30
+    while client.get("/api/status").status == 503 and time.monotonic() < deadline:
+        time.sleep(0.05)
     return rig, client
 
 
