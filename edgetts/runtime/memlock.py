@@ -15,6 +15,10 @@ onnxruntime 1.32 (``docs/edge-runtime.md``, measurements there):
    with ``SessionOptions.add_initializer``, with ``session.disable_prepacking=1``
    (otherwise onnxruntime copies the weights into its prepack buffers).
 
+4. an initializer already handed over for another live session, byte for byte the same (a split
+   voice's front and the front folded at fast start's length share the encoder's weights), is
+   given as the same ``OrtValue``: one copy in RAM, locked once (27 MB of the joe voice).
+
 Piper voices embed their weights in the ``.onnx`` protobuf, so the offset of
 each initializer's ``raw_data`` inside the file is found by walking the
 protobuf wire format once (:func:`find_initializers`, ~10 ms, no ``onnx``
@@ -39,6 +43,7 @@ import mmap
 import os
 import resource
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +90,18 @@ class InitializerSpan:
     nbytes: int
 
 
+class _Weight:
+    """One initializer as handed to onnxruntime: the array in a model map and its ``OrtValue``."""
+
+    def __init__(self, array: np.ndarray, value: Any) -> None:
+        self.array, self.value = array, value
+
+
+_LIVE: weakref.WeakValueDictionary[tuple[str, int, tuple[int, ...]], _Weight] = weakref.WeakValueDictionary()
+"""The initializers of the live sessions' maps by (name, data type, dims): an entry goes with the last
+LockedWeights holding it."""
+
+
 @dataclass
 class LockedWeights:
     """The model map and the ``OrtValue`` views a session computes from.
@@ -104,9 +121,10 @@ class LockedWeights:
     load_s: float = 0.0
     """Seconds spent parsing, mapping, locking and wrapping."""
     initializers: int = 0
+    shared_bytes: int = 0
+    """Bytes of initializers that are another live session's, handed over again (not mapped here)."""
     _map: mmap.mmap | None = field(default=None, repr=False)
-    _values: list[Any] = field(default_factory=list, repr=False)
-    _arrays: list[np.ndarray] = field(default_factory=list, repr=False)
+    _weights: list[_Weight] = field(default_factory=list, repr=False)
 
     @property
     def degraded(self) -> dict[str, str] | None:
@@ -117,8 +135,7 @@ class LockedWeights:
 
     def close(self) -> None:
         """Unlock and unmap; only after the session using the weights is deleted."""
-        self._values.clear()
-        self._arrays.clear()
+        self._weights.clear()
         if self._map is not None:
             try:
                 self._map.close()  # munmap also drops the lock
@@ -271,6 +288,37 @@ def shortfall_reason(locked: int, needed: int) -> str:
     )
 
 
+def _already_live(fd: int, spans: list[InitializerSpan]) -> dict[str, _Weight]:
+    """The spans whose bytes (read from ``fd``, not through a map: nothing of this file becomes
+    resident) equal those of a live initializer of the same name, type and shape."""
+    found = {}
+    for span in spans:
+        weight = _LIVE.get((span.name, span.data_type, span.dims))
+        if weight is not None and weight.array.nbytes == span.nbytes:
+            data = np.frombuffer(os.pread(fd, span.nbytes, span.offset), dtype=np.uint8)
+            if np.array_equal(weight.array.reshape(-1).view(np.uint8), data):
+                found[span.name] = weight
+    return found
+
+
+def _own_ranges(spans: list[InitializerSpan], shared: dict[str, _Weight]) -> list[tuple[int, int]]:
+    """Page-aligned (start, end) byte ranges covering the spans not in ``shared``; with none shared,
+    the one range from the first initializer's page to the last one's end."""
+    ranges: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None
+    for span in sorted(spans, key=lambda s: s.offset):
+        if span.name in shared:
+            if run is not None:
+                ranges.append(run)
+            run = None
+            continue
+        lo = span.offset & ~(mmap.PAGESIZE - 1)
+        run = (lo, span.offset + span.nbytes) if run is None else (run[0], span.offset + span.nbytes)
+    if run is not None:
+        ranges.append(run)
+    return ranges
+
+
 def lock_weights(
     model: str | os.PathLike[str],
     so: Any,
@@ -299,24 +347,27 @@ def lock_weights(
     with open(path, "rb") as fh:
         # MAP_SHARED + PROT_READ: locked pages stay the page cache's, no private copy.
         mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        shared = _already_live(fh.fileno(), spans)
     result._map = mm
     base = np.frombuffer(mm, dtype=np.uint8)
-    lo = min(s.offset for s in spans) & ~(mmap.PAGESIZE - 1)
-    hi = max(s.offset + s.nbytes for s in spans)
     if lock:
-        err = _mlock(base.ctypes.data + lo, hi - lo)
-        if err == 0:
-            result.locked_bytes = hi - lo
-        else:
-            result.error = degraded_reason(err, hi - lo)
+        for lo, hi in _own_ranges(spans, shared):
+            err = _mlock(base.ctypes.data + lo, hi - lo)
+            if err != 0:
+                result.error = degraded_reason(err, hi - lo)
+                break
+            result.locked_bytes += hi - lo
     so.add_session_config_entry("session.disable_prepacking", "1")
     for span in spans:
-        dtype = _DTYPES[span.data_type]
-        array = base[span.offset : span.offset + span.nbytes].view(dtype).reshape(span.dims)
-        value = ort.OrtValue.ortvalue_from_numpy(array)
-        result._arrays.append(array)
-        result._values.append(value)  # referenced, or InferenceSession segfaults
-        so.add_initializer(span.name, value)
+        weight = shared.get(span.name)
+        if weight is None:
+            array = base[span.offset : span.offset + span.nbytes].view(_DTYPES[span.data_type]).reshape(span.dims)
+            weight = _Weight(array, ort.OrtValue.ortvalue_from_numpy(array))
+            _LIVE.setdefault((span.name, span.data_type, span.dims), weight)  # the first holder stays
+        else:
+            result.shared_bytes += span.nbytes
+        result._weights.append(weight)  # referenced, or InferenceSession segfaults
+        so.add_initializer(span.name, weight.value)
         result.weight_bytes += span.nbytes
     result.initializers = len(spans)
     result.load_s = time.perf_counter() - started

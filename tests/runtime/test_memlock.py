@@ -237,3 +237,43 @@ def test_unprivileged_zero_limit_is_eperm(unprivileged_env) -> None:  # type: ig
     assert r.returncode == 0, r.stderr[-2000:]
     assert "(mlock: EPERM" in r.stdout and "RLIMIT_MEMLOCK 0 KiB" in r.stdout and LOCK_FIX in r.stdout
     assert "INFERENCE ok" in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="locking 60 MB needs root/CAP_IPC_LOCK here")
+def test_a_second_file_of_the_same_weights_shares_them(tmp_path: Path) -> None:
+    """A split voice's front and its folded form hold the same encoder weights: the second session
+    is given the first one's OrtValues (nothing of its own file locked), and keeps them after the
+    first is gone."""
+    import onnxruntime as ort
+
+    from edgetts.voice.catalog import default_voice_path
+
+    path = default_voice_path()
+    twin, other = tmp_path / "twin.onnx", tmp_path / "other.onnx"
+    shutil.copyfile(path, twin)
+    # Another voice of the same architecture: same names and shapes, other numbers.
+    raw = bytearray(path.read_bytes())
+    changed = max(find_initializers(path), key=lambda s: s.nbytes)
+    raw[changed.offset : changed.offset + 4] = b"\x00\x00\x80\x3f"
+    other.write_bytes(bytes(raw))
+    before = read_vmlck()
+    so_a, so_b = _options(), _options()
+    first = lock_weights(path, so_a)
+    a = ort.InferenceSession(str(path), so_a, providers=["CPUExecutionProvider"])
+    second = lock_weights(twin, so_b)
+    b = ort.InferenceSession(str(twin), so_b, providers=["CPUExecutionProvider"])
+    expected = a.run(None, _feeds())[0]
+    assert first.shared_bytes == 0 and first.locked_bytes >= first.weight_bytes
+    assert second.shared_bytes == second.weight_bytes == first.weight_bytes
+    assert second.locked_bytes == 0 and second.error is None
+    assert read_vmlck() - before < first.weight_bytes + 2**20  # locked once
+    third = lock_weights(other, _options())
+    assert third.shared_bytes == first.weight_bytes - changed.nbytes and third.locked_bytes >= changed.nbytes
+    third.close()
+    del a
+    first.close()
+    try:
+        assert np.array_equal(b.run(None, _feeds())[0], expected)
+    finally:
+        del b
+        second.close()
