@@ -247,7 +247,9 @@ class TimedPlay(JobRun):
         counted here unless the writer's own account (a write later than the device's whole
         buffer) or a gap in hand already did.  A stall longer than JUMP_S but shorter than the
         buffer's latency (~0.09 s through PulseAudio) used to be skipped without a word: `finished`
-        said 0 underruns for a dropout."""
+        said 0 underruns for a dropout.  A loss begun just before the job's first sample but
+        confirmed after it (CONFIRM_S) started the job that much late, which `started` could not
+        know; the catch-up then skips as much speech: a dropout too, counted the same way."""
         self._counts.append((before, counted))
         while self._counts[0][0] < before - WINDOW_S:
             self._counts.popleft()
@@ -255,7 +257,7 @@ class TimedPlay(JobRun):
             return
         self._lost += round(lost_s * self._rate)
         since = self._clock.lost_from
-        if self._began is None or since is None or since < self._began or self._in_gap:
+        if self._began is None or since is None or self._in_gap:
             return
         # (the clock confirms a jump CONFIRM_S after it: the writer may have counted it meanwhile)
         then = next((c for t, c in reversed(self._counts) if t < since), self._counts[0][1])

@@ -209,9 +209,16 @@ def test_a_sync_group_plays_at_receipt_plus_its_lead(daemon_rig: Any) -> None:
     first = streams.first_audible_after(sent)
     assert first - sent >= 1.0 - streams.earliest_s(), (first - sent, streams.earliest_s())
     late_ms = synced.get("late_ms", 0.0)
-    assert _heard_as_reported(rig.capture.pcm(), _audio(voice, TEXT), late_ms, done["underruns"] == 0) == (
-        0 if "late_ms" not in synced else pytest.approx(late_ms * RATE / 1000, abs=ROUNDING)
-    )
+    if done["underruns"] and done["gap_ms"] > 0:
+        # A dropout the product counted (a stall of this process: the audio thread's catch-up
+        # skipped what it stood for, edgetts.audio.timeline) is not a wrong sample: the rest is
+        # there, exactly, to the end.
+        rest = float_to_int16(_audio(voice, TEXT))[-FADE - int(0.3 * RATE) : -FADE]
+        assert find(rig.capture.pcm(), rest, 0) >= 0, "the end of the announcement is not in the capture"
+    else:
+        assert _heard_as_reported(rig.capture.pcm(), _audio(voice, TEXT), late_ms, True) == (
+            0 if "late_ms" not in synced else pytest.approx(late_ms * RATE / 1000, abs=ROUNDING)
+        )
     assert voice.configs[-1] is not None and voice.configs[-1].seed == seed_for("g1")
     other = _say(rig, {"id": "g2", "text": TEXT}, "test/group/station/announce")  # not a sync group
     assert "sync_error_ms" not in other and voice.configs[-1] is not None and voice.configs[-1].seed is None
