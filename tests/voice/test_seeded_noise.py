@@ -24,9 +24,12 @@ from edgetts.voice.model_cache import cache_key
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
 from edgetts.voice.piper.seeded_model import SEEDED_NOISE
 from edgetts.voice.piper.seeded_noise import (
+    MAX_NODES,
+    NOISE_KEYS,
     NOISE_SEED_INPUT,
     SeededNoiseError,
     add_seeded_noise,
+    noise_keys,
     seed_feed,
     seed_for,
     sentence_seed,
@@ -120,6 +123,103 @@ def test_what_the_transform_cannot_seed_is_refused_clearly() -> None:
     plain = _graph("EyeLike")
     before = plain.SerializeToString()
     assert add_seeded_noise(plain) == 0 and plain.SerializeToString() == before
+    many = _graph("RandomNormalLike")
+    many.graph.node.extend(helper.make_node("RandomNormalLike", ["x"], [f"y{k}"]) for k in range(MAX_NODES))
+    with pytest.raises(SeededNoiseError, match=f"{MAX_NODES + 1} random nodes"):
+        add_seeded_noise(many)
+    # A bare seed (the feed before the keys moved out of the graph) is refused, not read out of range.
+    model = _graph("RandomNormalLike")
+    add_seeded_noise(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match="invalid dimensions"):
+        session.run(None, {"x": np.zeros((2, 3), np.float32), NOISE_SEED_INPUT: np.array([7], np.int64)})
+
+
+# -- the keys: computed once per run outside the graph, the same numbers ---------------
+# Golden values of the generator as it was when the graph derived the keys from the seed itself
+# (seeded_noise.VERSION 1), recorded before they moved out: not one sample may move.
+_ANNOUNCEMENT_19 = 0x5B5134010107D139  # seed_for("announcement-19")
+_OLD_KEYS = {  # seed: keys 0-7 (the two nodes of a Piper voice) and 31 (the last)
+    0: [274405112, 2102022942, 1124915471, 2012770931, 105444290, 392863224, 949101641, 1052545259, 1228341567],
+    2**21 - 1: [432167698, 1999312201, 541653158, 215235508, 464433615, 1755614870, 1622344473, 31151265, 420552570],
+    2**42: [2141550477, 1462003750, 1820544948, 1065509756, 1301219477, 1416263038, 2031862616, 1409610230, 269926464],
+    2**63 - 1: [365482226, 60070432, 1147725401, 1893688107, 1024759685, 1125475652, 572446578, 314970528, 334727915],
+    _ANNOUNCEMENT_19: [
+        1112317008,
+        1572739390,
+        1964859250,
+        1563727087,
+        1689247990,
+        1631368198,
+        467470616,
+        916296572,
+        1077652224,
+    ],
+}
+# RandomNormalLike (node 0) on x (1, 2, 3), RandomUniform [2, 3] (node 1), RandomUniformLike on x
+# (node 2), all float64: the normals, then the uniforms' integers h (a uniform is (2h + 1) / 2P).
+_OLD_DRAWS = {
+    2**63 - 1: (
+        [
+            0.5746694734316694,
+            0.3050019301064039,
+            0.5180190861228054,
+            -0.6171460879956913,
+            -0.30913413219933167,
+            1.2803629655921214,
+        ],
+        [[704913661, 521292450, 1550456898], [1803655901, 501614533, 1633894197]],
+        [[[354284718, 1735156572, 1036484469], [54509652, 899432657, 1425691149]]],
+    ),
+    _ANNOUNCEMENT_19: (
+        [
+            1.0067021521415092,
+            -0.017731311542160722,
+            1.6065945170627849,
+            1.5243978358736456,
+            -0.21182150749725828,
+            1.7016054987509825,
+        ],
+        [[2026613119, 1705725535, 1548494276], [768587717, 967552347, 447524124]],
+        [[[1505771438, 265423047, 1267372184], [1767016618, 728364848, 991467155]]],
+    ),
+}
+_P = 2147483579
+
+
+def test_the_keys_are_those_the_graph_derived_itself() -> None:
+    assert seed_for("announcement-19") == _ANNOUNCEMENT_19
+    for seed, keys in _OLD_KEYS.items():
+        feed = seed_feed(seed)
+        assert feed.dtype == np.int64 and feed.shape == (NOISE_KEYS,)
+        assert [*feed[:8].tolist(), int(feed[31])] == keys, hex(seed)
+        assert feed.tolist() == noise_keys(seed).tolist() and 0 <= feed.min() and feed.max() < _P
+    assert seed_feed(2**63 + 5).tolist() == noise_keys(5).tolist() != noise_keys(6).tolist()
+    assert noise_keys(2**21).tolist() != noise_keys(1).tolist()  # the 21-bit parts are absorbed, not summed
+
+
+def test_the_draws_are_those_of_the_in_graph_derivation() -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, None])
+    nodes = [
+        helper.make_node("RandomNormalLike", ["x"], ["a"], dtype=11),
+        helper.make_node("RandomUniform", [], ["b"], shape=[2, 3], dtype=11),
+        helper.make_node("RandomUniformLike", ["x"], ["c"], dtype=11),
+    ]
+    outs = [helper.make_tensor_value_info(n, TensorProto.DOUBLE, None) for n in "abc"]
+    model = helper.make_model(helper.make_graph(nodes, "t", [x], outs), opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    assert add_seeded_noise(model) == 3
+    # The feed is only sliced into its keys (four per normal, two per uniform): no hashing of the seed left.
+    assert [n.op_type for n in model.graph.node if NOISE_SEED_INPUT in n.input] == ["Slice"] * 8
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for seed, (normal, uniform, like) in _OLD_DRAWS.items():
+        a, b, c = session.run(None, {"x": np.zeros((1, 2, 3), np.float32), NOISE_SEED_INPUT: seed_feed(seed)})
+        # Integer hash and one IEEE division: exact on every machine.
+        for value, want in ((b, uniform), (c, like)):
+            h = np.rint((value * (2 * _P) - 1) / 2).astype(np.int64)
+            assert h.tolist() == want and np.array_equal((2 * h + 1) / (2.0 * _P), value)
+        # Box-Muller's log, cos and sin: the same bits here; another CPU's libm may round one ulp apart.
+        np.testing.assert_array_max_ulp(a.ravel(), np.array(normal), maxulp=1)
 
 
 def test_graphs_without_noise_take_no_seed(test_voices: dict[str, Path]) -> None:
@@ -172,7 +272,8 @@ def test_seeds_are_stable_63_bit_numbers() -> None:
     assert seed_for("") == 0x71D862214C7E0E0A  # sha256("")[:8] >> 1: fixed forever, every board agrees
     assert all(0 <= s < 2**63 for s in (seed_for("x" * 1000), sentence_seed(2**63 - 1, 10**6)))
     assert sentence_seed(1, 0) != sentence_seed(1, 1) != sentence_seed(2, 1)
-    assert int(seed_feed(-1)[0]) == 2**63 - 1 and seed_feed(None).dtype == np.int64
+    # The feed is the seed's keys (taken modulo 2^63): -1 is 2^63 - 1's.
+    assert seed_feed(-1).tolist() == noise_keys(2**63 - 1).tolist() and seed_feed(None).dtype == np.int64
 
 
 def test_the_seeded_graph_has_its_own_cache_entry(tmp_path: Path) -> None:

@@ -5,13 +5,17 @@ A Piper voice draws normal noise twice per sentence (the duration predictor's an
 generator once: the same sentence sounds different on every run and on every board.  For a
 synchronized announcement every board must speak the same samples, so :func:`add_seeded_noise`
 replaces each random node with a counter-based generator: the value at each position is a hash
-of (``noise_seed``, the node's number, the position), computed with exact int64 ops only, so
-every machine computes the same integers.
+of (the seed, the node's number, the position), computed with exact int64 ops only, so every
+machine computes the same integers.
 
 The hash works modulo the prime P = 2147483579 (< 2^31, P = 2 mod 3, so cubing permutes the
 residues): F is three rounds of ``x -> (x + c)^3 mod P`` (MiMC-like; every product < 2^62,
 nothing overflows int64).  The seed's key is F of its three 21-bit parts in turn; each node and
-use gets its own key from it.  Position (row, t), where t is the index along the last axis and
+use gets its own key from it.  Those keys depend on the seed alone, so :func:`seed_feed` computes
+them once per run, in numpy with the same int64 arithmetic (:func:`noise_keys`), and the graph
+takes them as its input ``noise_seed``: in the graph they were 220 scalar operators of the joe
+voice's front (now 8 Slices), each a fixed cost of tens of microseconds on a board's core, for about
+15 us of numpy here (issue 40).  Position (row, t), where t is the index along the last axis and
 the row the index of everything before it, is ``(F(k + t) + F(k' + row))^3 mod P``: the draw
 at a position does not depend on the tensor's length (a sentence's first frames get the same
 noise whatever follows), rows are not shifted copies of each other, and the per-element work
@@ -34,16 +38,22 @@ import numpy as np
 from edgetts.engine import SynthesisConfig
 
 NOISE_SEED_INPUT = "noise_seed"
-"""The graph input that drives the noise: int64, shape [1], 0 <= seed < 2^63."""
+"""The graph input that drives the noise: int64, shape [NOISE_KEYS], the run's keys (:func:`seed_feed`)."""
 
-VERSION = "1"
-"""Bump when the generator changes: the same seed then gives other samples, so cached graphs rebuild."""
+VERSION = "2"
+"""Bump when the generator or its graph input changes (cached graphs rebuild).  2: the keys are
+computed outside the graph, same samples as 1."""
 
 SEED_BITS = 63
 
 _P = 2147483579
 _ROUNDS = (0x2545F491, 0x1B873593, 0x68E31DA4, 0x3C6EF372, 0x5F356495, 0x0B4B82E9)
 _NODE_STRIDE = 1000003
+_KEYS_PER_NODE = 4  # two uniform draws (a normal's Box-Muller pair), each a column key and a row key
+MAX_NODES = 8
+"""Random nodes a graph may have: the feed holds keys for so many."""
+NOISE_KEYS = _KEYS_PER_NODE * MAX_NODES
+"""Keys in the ``noise_seed`` feed: key ``4 n + j`` is use ``j`` of random node ``n``."""
 _REPLACED = ("RandomNormalLike", "RandomNormal", "RandomUniformLike", "RandomUniform")
 _REFUSED = ("Multinomial", "Bernoulli")
 
@@ -88,9 +98,31 @@ def fresh_seed() -> int:
 
 
 def seed_feed(seed: int | None) -> np.ndarray:
-    """The ``noise_seed`` feed of one run: ``seed`` (taken modulo 2^63) or a fresh one."""
-    value = fresh_seed() if seed is None else seed % (1 << SEED_BITS)
-    return np.array([value], dtype=np.int64)
+    """The ``noise_seed`` feed of one run: the keys (:func:`noise_keys`) of ``seed`` (taken modulo
+    2^63) or of a fresh one; int64, shape [NOISE_KEYS]."""
+    return noise_keys(fresh_seed() if seed is None else seed % (1 << SEED_BITS))
+
+
+def _hash(x: Any, offset: int = 0) -> Any:
+    """F: three rounds of (x + c)^3 mod P, on an int or an int64 array (x in [0, 2^32): every
+    product stays below 2^62, so int64 is exact and equals Python's ints)."""
+    for i in range(3):
+        x = (x + _ROUNDS[(i + offset) % len(_ROUNDS)]) % _P
+        x = (x * x % _P) * x % _P
+    return x
+
+
+def noise_keys(seed: int, count: int = NOISE_KEYS) -> np.ndarray:
+    """The first ``count`` keys of ``seed`` (0 <= seed < 2^63), int64 in [0, P): key ``s`` is F, its
+    round constants taken from the third on, of (base + 1000003 (s + 1)) mod P, where base is
+    F(F(F(low) + mid) + high) of the seed's 21-bit parts.  The graph computed them itself up to
+    :data:`VERSION` 1 (tests/voice/test_seeded_noise.py holds them to that)."""
+    if not 0 <= seed < 1 << SEED_BITS:
+        raise ValueError(f"noise seed {seed} is not in [0, 2^63)")
+    low, mid, high = seed & 0x1FFFFF, (seed >> 21) & 0x1FFFFF, seed >> 42
+    base = _hash(_hash(_hash(low) + mid) + high)  # each sum < 2^32
+    streams = np.arange(1, count + 1, dtype=np.int64) * _NODE_STRIDE
+    return np.asarray(_hash((base + streams) % _P, 2), dtype=np.int64)
 
 
 # -- the transform -------------------------------------------------------------------
@@ -102,7 +134,6 @@ class _Builder:
         self.nodes: list[Any] = []
         self.consts: dict[tuple[str, object], Any] = {}
         self._count = 0
-        self._base: str | None = None
 
     def const(self, value: float | int | list[int], dtype: str = "int64") -> str:
         from onnx import numpy_helper
@@ -132,17 +163,8 @@ class _Builder:
         return x
 
     def key(self, stream: int) -> str:
-        """A key in [0, P) of the 63-bit seed and a stream number (node and use)."""
-        if self._base is None:
-            # The seed in three 21-bit parts (each below P), absorbed one after the other; made
-            # once, before the first random node, so every later node can use it.
-            seed = NOISE_SEED_INPUT
-            low = self.op("Mod", seed, self.const(1 << 21))
-            mid = self.op("Mod", self.op("Div", seed, self.const(1 << 21)), self.const(1 << 21))
-            high = self.op("Div", seed, self.const(1 << 42))
-            x = self.hash(self.op("Add", self.hash(self.op("Add", self.hash(low), mid)), high))
-            self._base = x
-        return self.hash(self.modp(self.op("Add", self._base, self.const(_NODE_STRIDE * (stream + 1)))), 2)
+        """Key ``stream`` (node and use) of the run, in [0, P), shape [1]: from the feed (:func:`noise_keys`)."""
+        return self.op("Slice", NOISE_SEED_INPUT, self.const([stream]), self.const([stream + 1]))
 
 
 def _uniform(b: _Builder, stream: int, rows: str, cols: str) -> str:
@@ -228,9 +250,10 @@ def _check_subgraphs(graph: Any) -> None:
 
 def add_seeded_noise(model: Any) -> int:
     """Replace, in place, every random node of ``model`` (an onnx ModelProto) with the seeded
-    generator driven by a new graph input ``noise_seed``; the number replaced (0: the graph is
-    unchanged and has no such input).  Raises :class:`SeededNoiseError` for random ops it does
-    not handle (Multinomial, Bernoulli, random ops inside subgraphs)."""
+    generator driven by a new graph input ``noise_seed`` (fed :func:`seed_feed`); the number
+    replaced (0: the graph is unchanged and has no such input).  Raises :class:`SeededNoiseError`
+    for random ops it does not handle (Multinomial, Bernoulli, random ops inside subgraphs) and for
+    more than MAX_NODES random nodes."""
     from onnx import TensorProto, helper
 
     graph = model.graph
@@ -238,8 +261,11 @@ def add_seeded_noise(model: Any) -> int:
     if refused:
         raise SeededNoiseError(f"cannot seed {', '.join(refused)}: only {', '.join(_REPLACED)} are handled")
     _check_subgraphs(graph)
-    if not any(n.op_type in _REPLACED for n in graph.node):
+    random = sum(n.op_type in _REPLACED for n in graph.node)
+    if not random:
         return 0
+    if random > MAX_NODES:
+        raise SeededNoiseError(f"{random} random nodes: the seeded generator has keys for {MAX_NODES}")
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 15:
         raise SeededNoiseError(f"opset {opset}: the seeded generator needs opset 15 or later (CastLike)")
@@ -259,5 +285,5 @@ def add_seeded_noise(model: Any) -> int:
     del graph.node[:]
     graph.node.extend(nodes)
     graph.initializer.extend(b.consts.values())
-    graph.input.append(helper.make_tensor_value_info(NOISE_SEED_INPUT, TensorProto.INT64, [1]))
+    graph.input.append(helper.make_tensor_value_info(NOISE_SEED_INPUT, TensorProto.INT64, [NOISE_KEYS]))
     return number
