@@ -155,7 +155,7 @@ def test_split_cache_is_reused_and_rebuilt_when_corrupt(streaming_voice: PiperVo
     np.testing.assert_allclose(
         np.concatenate([c.audio for c in healed.synthesize("Mind the gap.", RAW)]), reference, atol=1e-5
     )
-    meta = next(split_cache.glob("*.split-*.json"))
+    meta = next(p for p in split_cache.glob("*.split-*.json") if ".fold" not in p.name)  # (not a folded front's)
     meta.write_text("{")
     assert _load(split_cache).split is not None
     assert meta.read_text().startswith('{"frame_inputs"')

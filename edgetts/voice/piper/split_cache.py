@@ -3,7 +3,9 @@
 A split is made once per voice file (seconds on a Pi: the graph is probed,
 cut and checked, :mod:`.graph_split`) and kept in the model cache directory
 beside the optimised models: three ``.onnx`` parts and a JSON of what is needed
-to run them, written last so its presence means the parts are complete.
+to run them, written last so its presence means the parts are complete.  The
+front folded at fast start's prefix length (:mod:`.front_fold`) is kept beside
+it the same way: its ``.onnx`` and a JSON of its check (or why it failed).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ import onnxruntime as ort
 from edgetts.errors import VoiceError
 from edgetts.voice.model_cache import checksum, exclusive, prepare_dir
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
+from edgetts.voice.piper import front_fold
 from edgetts.voice.piper.graph_split import SPLIT_VERSION, MakeSession, SplitError, SplitModels, split_model
 from edgetts.voice.piper.seeded_noise import SeededNoiseError
 
@@ -31,6 +35,8 @@ _LOGGER = logging.getLogger(__name__)
 _PARTS = ("front", "flow", "tail")
 # Voices whose split failed, so the fallback to whole sentences is logged once per process.
 _FALLBACK_LOGGED: set[str] = set()
+# Fronts (voice:length) that could not be folded, so that is logged once per process.
+_FOLD_LOGGED: set[str] = set()
 
 
 def _split_family(model_path: Path) -> str:
@@ -201,9 +207,11 @@ def open_split(
     *,
     margin: int,
     flow_margin: int,
+    fold_lengths: Sequence[int] = (),
 ) -> tuple[SplitModels, Any, Any, Any] | None:
     """The split of a voice and its sessions (front, flow or None, tail), or None: the
-    graph cannot be split and the voice speaks whole sentences (logged once)."""
+    graph cannot be split and the voice speaks whole sentences (logged once).  ``fold_lengths``:
+    runs of the front on so many ids run a front folded at that length (:mod:`.front_fold`)."""
     usable = prepare_dir(cache_dir)
 
     def make_session(source: bytes | Path) -> Any:
@@ -215,7 +223,9 @@ def open_split(
             front = create_session(models.front, runtime, cache_dir=usable)
             flow = None if models.flow is None else create_session(models.flow, runtime, cache_dir=usable)
             tail = create_session(models.tail, runtime, cache_dir=usable)
-            return models, front, flow, tail
+            cached = None if usable is None else (usable, _split_key(model_path, margin, flow_margin))
+            folded = _folded_fronts(model_path, models, runtime, cached, check_feeds, fold_lengths)
+            return models, front_fold.FrontSessions(front, folded) if folded else front, flow, tail
         except SplitError as err:
             key = str(model_path.resolve())
             if key not in _FALLBACK_LOGGED:
@@ -228,3 +238,116 @@ def open_split(
             _LOGGER.warning("rebuilding the unusable split of %s: %s", model_path, err)
             discard_split(model_path, usable, margin, flow_margin)
     return None
+
+
+# -- the front at fixed lengths --------------------------------------------------------
+def _folded_fronts(
+    model_path: Path,
+    models: SplitModels,
+    runtime: RuntimeOptions,
+    cached: tuple[Path, str] | None,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+    lengths: Sequence[int],
+) -> dict[int, Any]:
+    """Sessions of the split's front folded at ``lengths`` (``cached``: the cache and the split's key);
+    a length that cannot be folded is left to the dynamic front (logged once), never failing the load."""
+    source = models.front
+
+    @cache
+    def front() -> bytes:
+        return source if isinstance(source, bytes) else Path(source).read_bytes()
+
+    sessions = {}
+    for length in sorted(set(lengths)):
+        try:
+            sessions[length] = _folded_front(front, length, runtime, cached, check_feeds)
+        except Exception as err:  # the dynamic front runs it, as before
+            label = f"{model_path.resolve()}:{length}"
+            if label not in _FOLD_LOGGED:
+                _FOLD_LOGGED.add(label)
+                reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                _LOGGER.warning("%s: the front at %d ids runs unfolded: %s", model_path.name, length, reason)
+    return sessions
+
+
+def _folded_front(
+    front: Callable[[], bytes],
+    length: int,
+    runtime: RuntimeOptions,
+    cached: tuple[Path, str] | None,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+) -> Any:
+    """The session of the front folded at ``length``: from the cache, else made, checked and stored
+    (its JSON last; a fold that failed its check is stored as failed, not made again at every load)."""
+    if cached is None:
+        return create_session(_fold_checked(front(), length, runtime, check_feeds)[0], runtime)
+    cache_dir, key = cached
+    stem = f"{key}.front{length}.fold{front_fold.FOLD_VERSION}"
+    model, meta = cache_dir / f"{stem}.onnx", cache_dir / f"{stem}.json"
+    with exclusive(cache_dir, stem):
+        for attempt in (1, 2):
+            try:
+                done = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                done = None
+            made = not isinstance(done, dict) or bool(done.get("ok") and not model.is_file())
+            if made:
+                done = _store_fold(front, length, runtime, check_feeds, model, meta)
+            assert isinstance(done, dict)
+            if not done.get("ok"):
+                raise front_fold.FoldError(str(done.get("reason")))
+            try:
+                return create_session(model, runtime, cache_dir=cache_dir)
+            except VoiceError:
+                if made or attempt == 2:
+                    raise
+                _LOGGER.warning("rebuilding the unusable folded front %s", model)
+                meta.unlink(missing_ok=True)
+    raise AssertionError("unreachable")
+
+
+def _store_fold(
+    front: Callable[[], bytes],
+    length: int,
+    runtime: RuntimeOptions,
+    check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]],
+    model: Path,
+    meta: Path,
+) -> dict[str, Any]:
+    """Fold, check and store the front at ``length``; what the JSON (written last) says of it."""
+    done: dict[str, Any] = {"length": length, "version": front_fold.FOLD_VERSION, "tolerance": front_fold.TOLERANCE}
+    try:
+        folded, diff = _fold_checked(front(), length, runtime, check_feeds)
+    except front_fold.FoldError as err:
+        done.update(ok=False, reason=str(err))
+    else:
+        tmp = model.with_name(f".{model.name}.{os.getpid()}.part")
+        tmp.write_bytes(folded)
+        tmp.replace(model)
+        done.update(ok=True, max_abs_diff=diff)
+    tmp = meta.with_name(f".{meta.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(done), encoding="utf-8")
+    tmp.replace(meta)  # written last: its presence means the fold was made (or failed) for good
+    stem = meta.name.removesuffix(".json")
+    for stale in meta.parent.glob(f"{stem.rsplit('.fold', 1)[0]}.fold*"):
+        if not stale.name.startswith((f"{stem}.", f"{stem}-")):  # an older FOLD_VERSION's
+            stale.unlink(missing_ok=True)
+    return done
+
+
+def _fold_checked(
+    front: bytes, length: int, runtime: RuntimeOptions, check_feeds: Callable[[], Sequence[dict[str, np.ndarray]]]
+) -> tuple[bytes, float]:
+    """The front folded at ``length`` and its largest difference from the dynamic front; FoldError if
+    it cannot be made or differs (a lack of memory or disk passes up: it may work at the next load)."""
+    try:
+        folded = front_fold.fold_front(front, length)
+        feeds = front_fold.fold_feeds(check_feeds(), length)
+        diff = front_fold.check_folded(front, folded, feeds, lambda source: create_session(source, runtime))
+    except (front_fold.FoldError, MemoryError, OSError):
+        raise
+    except Exception as err:  # onnx / onnxruntime on a graph the fold did not foresee
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise front_fold.FoldError(first) from err
+    _LOGGER.info("folded the front at %d ids (largest difference %.3g)", length, diff)
+    return folded, diff

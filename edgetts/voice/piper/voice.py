@@ -131,6 +131,8 @@ class PiperVoice:
                 lambda: check_feeds(config),
                 margin=options.margin,
                 flow_margin=options.flow_margin,
+                # What a long first sentence's first chunk waits for runs folded (front_fold: same numbers).
+                fold_lengths=(options.fast_start_ids,) if options.fast_start_ids > 0 else (),
             )
             if split is not None:
                 models, front, flow, tail = split
