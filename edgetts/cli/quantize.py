@@ -1,12 +1,12 @@
-"""``edgetts quantize``: write a dynamic-int8 variant of a Piper voice (issue 4).
+"""``edgetts quantize``: write an int8 or fp16 variant of a Piper voice (issue 4).
 
 The variant is just another voice: ``OUT.onnx`` with the source's
 ``.onnx.json`` copied beside it, chosen like any voice (``--voice OUT.onnx``,
-``voice.model: OUT.onnx``).  Weights are unsigned 8-bit (QUInt8): measured
-here, signed int8 weights made the joe voice about 3x slower, unsigned ones
-keep fp32's speed.  Whether int8 is worth it is a measurement, not an
-assumption: see docs/voices.md (on this machine it is smaller, not faster,
-and less intelligible, so it is not the default).
+``voice.model: OUT.onnx``).  Without ``--static``/``--fp16``: dynamic int8, weights unsigned
+8-bit (QUInt8): measured here, signed int8 weights made the joe voice about 3x slower, unsigned
+ones keep fp32's speed.  ``--static`` (calibrated QDQ int8, chosen layers) and ``--fp16`` are
+made by :mod:`edgetts.voice.piper.quantize_static`.  Whether a variant is worth it is a
+measurement, not an assumption: see docs/voices.md and tools/bench_quant.py.
 
 The lead wires :func:`register` into ``edgetts/cli.py``.
 """
@@ -27,12 +27,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     """Add the ``quantize`` verb."""
     parser = subparsers.add_parser(
         "quantize",
-        help="write an int8 variant of a Piper voice",
-        description="Write a dynamic-int8 (QUInt8 weights) variant of a Piper voice, with its .onnx.json beside it.",
+        help="write an int8 or fp16 variant of a Piper voice",
+        description=(
+            "Write a variant of a Piper voice, with its .onnx.json beside it: dynamic int8 (QUInt8 weights) by "
+            "default, --static for calibrated static int8 (layers chosen by a sensitivity pass; minutes), "
+            "--fp16 for float16 convolutions."
+        ),
     )
     parser.add_argument("--voice", default="default", help="the voice to quantize (default: the packaged one)")
     parser.add_argument("-o", "--output", required=True, help="the new model, e.g. joe-int8.onnx")
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--static", action="store_true", help="static int8 (QDQ), calibrated on the voice itself")
+    mode.add_argument(
+        "--fp16",
+        action="store_true",
+        help="float16 convolutions (onnxruntime has fp16 kernels on aarch64 with fp16 arithmetic, e.g. Cortex-A76)",
+    )
+    parser.add_argument(
+        "--keep-float",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="NODE_OR_PATTERN",
+        help="with --static/--fp16: keep these nodes float32 (names or globs, e.g. '/dec/resblocks.[3-8]/*')",
+    )
+    parser.add_argument(
+        "--activations",
+        choices=("uint8", "int8"),
+        help="with --static: activation type (default: uint8 on x86, int8 on ARM, where the variant is made)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -63,6 +87,25 @@ def quantize_voice(source: Path, output: Path) -> Path:
     return output
 
 
+def _variant(source: Path, output: Path, args: argparse.Namespace) -> None:
+    """The static int8 or fp16 variant; what it converted and kept float on stderr."""
+    from edgetts.voice.piper.quantize_static import convert_fp16, quantize_static_voice
+
+    def progress(line: str) -> None:
+        print(f"edgetts: {line}", file=sys.stderr, flush=True)
+
+    if args.static:
+        report = quantize_static_voice(
+            source, output, keep_float=args.keep_float, activations=args.activations, progress=progress
+        )
+    else:
+        report = convert_fp16(source, output, keep_float=args.keep_float)
+    progress(
+        f"{report.mode}: {len(report.converted)} Conv converted, {len(report.kept_float)} kept float "
+        f"(log-mel distance to fp32 {report.distance_db:.2f} dB; the list is in the model's metadata)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Quantize ``args.voice`` into ``args.output``; 1 with one error line on failure."""
     from edgetts.voice.catalog import resolve_voice
@@ -76,7 +119,14 @@ def run(args: argparse.Namespace) -> int:
             raise VoiceError(f"the output must end in .onnx (its config is written beside it): {output}")
         if output.exists() and not args.force:
             raise VoiceError(f"{output} exists (--force replaces it)")
-        quantize_voice(info.path, output)
+        if args.keep_float and not (args.static or args.fp16):
+            raise VoiceError("--keep-float needs --static or --fp16")
+        if args.activations and not args.static:
+            raise VoiceError("--activations needs --static")
+        if args.static or args.fp16:
+            _variant(info.path, output, args)
+        else:
+            quantize_voice(info.path, output)
     except EdgeTTSError as err:
         print(f"edgetts: error: {err}", file=sys.stderr)
         return 1

@@ -53,6 +53,9 @@ _TIME_LOCAL_OPS = frozenset(
         "Identity",
         "Softplus",
         "Clip",
+        # Static int8 variants (edgetts quantize --static): fixed scales, per tensor or per channel.
+        "QuantizeLinear",
+        "DequantizeLinear",
     }
 )
 _MIN_SDR_DB = 30.0
