@@ -283,10 +283,15 @@ SECTIONS: dict[str, Section] = {
 }
 
 
+def tool_of(name: str) -> str:
+    """The tool that wrote result ``name``: itself, or ``bench_board`` for ``bench_board_pi4`` (a profile's run)."""
+    return next((t for t in sorted(TOOLS, key=len, reverse=True) if name == t or name.startswith(t + "_")), name)
+
+
 def section_order(names: Iterable[str]) -> list[str]:
-    """The known tools in the intro's order, then any other result file by name."""
-    names = set(names)
-    return [n for n in TOOLS if n in names] + sorted(names - set(TOOLS))
+    """The known tools in the intro's order (each tool's profiles by name), then any other result file."""
+    known = [n for t in TOOLS for n in sorted(set(names)) if tool_of(n) == t]
+    return known + sorted(set(names) - set(known))
 
 
 # -- documents ---------------------------------------------------------------------
@@ -320,9 +325,9 @@ def render_docs(results: Mapping[str, Mapping[str, Any]]) -> str:
         lines += ["", "No results yet: `benchmarks/results/` holds no JSON file."]
     for name in section_order(results):
         result = results[name]
-        what = TOOLS.get(name)
+        what = TOOLS.get(tool_of(name))
         title = f"## {name}" + (f": edgetts against {what[1]}" if what else "")
-        lines += ["", title, "", *provenance(name, result), *SECTIONS.get(name, generic_section)(result)]
+        lines += ["", title, "", *provenance(name, result), *SECTIONS.get(tool_of(name), generic_section)(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -363,7 +368,8 @@ def engine_rows(result: Mapping[str, Any]) -> list[list[str] | None]:
 
 
 def board_rows(result: Mapping[str, Any]) -> list[list[str] | None]:
-    bench = f"slow board (piper-tts at RTF {fmt(result.get('piper_rtf_target'))})"
+    board = f"{result['board']}, " if result.get("board") else ""
+    bench = f"slow board ({board}{fmt(result.get('threads', 1))} thread(s) by {result.get('parallel', 'threads')})"
     return [
         _row(bench, figure, _get(result, "edgetts", key), "piper-tts", _get(result, "piper", key), unit)
         for figure, key, unit in BOARD_HEADLINE
@@ -399,8 +405,9 @@ def render_headline(results: Mapping[str, Mapping[str, Any]]) -> str:
     """The README's table: the peers' comparisons that matter most, each tool's run named under it."""
     rows: list[list[str]] = []
     sources: list[str] = []
-    for name, make in HEADLINE.items():
-        if name not in results:
+    for name in section_order(results):
+        make = HEADLINE.get(tool_of(name))
+        if make is None:
             continue
         found = [row for row in make(results[name]) if row is not None]
         if found:
