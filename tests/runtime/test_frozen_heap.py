@@ -27,7 +27,8 @@ def test_what_start_up_left_is_out_of_every_later_collection(unfrozen: None) -> 
     marker = loaded[0]
     assert any(o is marker for o in gc.get_objects())  # the collector walks it
     frozen = freeze_startup_heap()
-    assert frozen >= len(loaded) and gc.get_freeze_count() == frozen
+    # (a thread left by an earlier test in this worker may free a frozen object meanwhile: never more)
+    assert frozen >= len(loaded) and len(loaded) <= gc.get_freeze_count() <= frozen
     # A full collection walks the generations only: start-up's objects are in none of them now.
     assert not any(o is marker for o in gc.get_objects())
     later = _Loaded()
