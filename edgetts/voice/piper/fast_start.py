@@ -20,7 +20,14 @@ from edgetts.engine import SynthesisConfig
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
-from edgetts.voice.piper.streaming import FLOW_REACH, Latent, WindowWorkers, splice_frames, window_jobs
+from edgetts.voice.piper.streaming import (
+    FLOW_REACH,
+    Latent,
+    WindowWorkers,
+    decode_jobs,
+    splice_frames,
+    window_jobs,
+)
 from edgetts.voice.piper.windows import SeamJoiner, StreamingOptions, fast_start_kept, plan_windows, window_size
 
 
@@ -75,27 +82,20 @@ def stream_fast(
         return None
     told = on_frames or (lambda frames, of_ids: None)
     told(kept, keep)  # what the plan reckons the head from: the kept ids' own frames
-    return _windows(voice, ids, config, options, schedule, prefix, (keep, kept, safe), told)
+    jobs = _jobs(voice, ids, config, options, schedule, prefix, (keep, kept, safe), told)
+    return _windows(voice, options, jobs)
 
 
 def _windows(
     voice: SplitVoice,
-    ids: Sequence[int],
-    config: SynthesisConfig,
     options: StreamingOptions,
-    schedule: Windows,
-    prefix: dict[str, np.ndarray],
-    cut: tuple[int, int, int],
-    told: Callable[[int, int], None],
+    jobs: Iterator[tuple[tuple[int, int, int, bool, bool], dict[str, np.ndarray]]],
 ) -> Iterator[tuple[np.ndarray, bool]]:
-    """``cut``: (K, its frames, the frames the prefix windows cover)."""
+    """The windows of ``jobs`` (:func:`_jobs`) decoded in order, their seams joined."""
     split = voice.split
     assert split is not None
     joiner = SeamJoiner(split.hop, min(options.crossfade, 2 * split.margin * split.hop))
-    jobs = _jobs(voice, ids, config, options, schedule, prefix, cut, told)
-    workers = voice.window_workers()
-    decoded = workers.ordered(jobs) if workers is not None else ((meta, voice.decode(feeds)) for meta, feeds in jobs)
-    for (lo, start, end, final, last), audio in decoded:
+    for (lo, start, end, final, last), audio in decode_jobs(voice.decode, jobs, voice.window_workers()):
         yield joiner.piece(audio, lo, start, end, final), last
 
 

@@ -188,6 +188,18 @@ class WindowWorkers:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def decode_jobs(
+    run_tail: Callable[[Feeds], np.ndarray],
+    jobs: Iterable[tuple[_Meta, Feeds]],
+    workers: WindowWorkers | None = None,
+) -> Iterator[tuple[_Meta, np.ndarray]]:
+    """Each job's ``meta`` and decoded audio, in order: by ``workers`` several at once, else one
+    after the other with ``run_tail``."""
+    if workers is not None:
+        return workers.ordered(jobs)
+    return ((meta, run_tail(feeds)) for meta, feeds in jobs)
+
+
 def window_jobs(
     latent: Latent, margin: int, windows: Sequence[tuple[int, int]]
 ) -> Iterator[tuple[tuple[int, int, int], Feeds]]:
@@ -217,9 +229,7 @@ def decode_windows(
     decode several windows at once (None: one after the other, with ``run_tail``).
     """
     joiner = joiner or SeamJoiner(hop, fade)
-    jobs = window_jobs(latent, margin, windows)
-    decoded = workers.ordered(jobs) if workers is not None else ((meta, run_tail(feeds)) for meta, feeds in jobs)
-    for (lo, start, end), audio in decoded:
+    for (lo, start, end), audio in decode_jobs(run_tail, window_jobs(latent, margin, windows), workers):
         yield joiner.piece(audio, lo, start, end, end >= latent.frames)
 
 
