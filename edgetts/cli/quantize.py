@@ -1,4 +1,4 @@
-"""``edgetts quantize``: write an int8 or fp16 variant of a Piper voice (issue 4).
+"""``edgetts quantize``: write an int8 or fp16 variant of a Piper voice.
 
 The variant is just another voice: ``OUT.onnx`` with the source's
 ``.onnx.json`` copied beside it, chosen like any voice (``--voice OUT.onnx``,
@@ -7,8 +7,6 @@ The variant is just another voice: ``OUT.onnx`` with the source's
 ones keep fp32's speed.  ``--static`` (calibrated QDQ int8, chosen layers) and ``--fp16`` are
 made by :mod:`edgetts.voice.piper.quantize_static`.  Whether a variant is worth it is a
 measurement, not an assumption: see docs/voices.md and tools/bench_quant.py.
-
-The lead wires :func:`register` into ``edgetts/cli.py``.
 """
 
 from __future__ import annotations
@@ -57,6 +55,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("uint8", "int8"),
         help="with --static: activation type (default: uint8 on x86, int8 on ARM, where the variant is made)",
     )
+    parser.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help=(
+            "with --static: calibrate on these sentences, one per line (blank lines and '#' comments skipped; "
+            "default: a built-in set of announcements); a site's own announcements fit its voice best"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -87,16 +93,34 @@ def quantize_voice(source: Path, output: Path) -> Path:
     return output
 
 
+def calibration_sentences(path: Path) -> list[str]:
+    """The sentences of a ``--calibration`` file: one per line, blank lines and ``#`` comments skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise VoiceError(f"cannot read the calibration file {path}: {err}") from err
+    sentences = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not sentences:
+        raise VoiceError(f"the calibration file {path} has no sentence (one per line)")
+    return sentences
+
+
 def _variant(source: Path, output: Path, args: argparse.Namespace) -> None:
     """The static int8 or fp16 variant; what it converted and kept float on stderr."""
-    from edgetts.voice.piper.quantize_static import convert_fp16, quantize_static_voice
+    from edgetts.voice.piper.quantize_static import CALIBRATION_SENTENCES, convert_fp16, quantize_static_voice
 
     def progress(line: str) -> None:
         print(f"edgetts: {line}", file=sys.stderr, flush=True)
 
     if args.static:
+        sentences = calibration_sentences(Path(args.calibration)) if args.calibration else CALIBRATION_SENTENCES
         report = quantize_static_voice(
-            source, output, keep_float=args.keep_float, activations=args.activations, progress=progress
+            source,
+            output,
+            keep_float=args.keep_float,
+            sentences=sentences,
+            activations=args.activations,
+            progress=progress,
         )
     else:
         report = convert_fp16(source, output, keep_float=args.keep_float)
@@ -123,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
             raise VoiceError("--keep-float needs --static or --fp16")
         if args.activations and not args.static:
             raise VoiceError("--activations needs --static")
+        if args.calibration and not args.static:
+            raise VoiceError("--calibration needs --static")
         if args.static or args.fp16:
             _variant(info.path, output, args)
         else:

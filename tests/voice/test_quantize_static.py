@@ -219,18 +219,28 @@ def test_cli_rejects_a_keep_float_that_names_no_node_and_writes_nothing(tmp_path
     assert_one_line_error(result, "--keep-float needs --static or --fp16")
     result = edgetts("quantize", "--fp16", "--activations", "int8", "-o", str(out))
     assert_one_line_error(result, "--activations needs --static")
+    result = edgetts("quantize", "--calibration", str(tmp_path / "lines.txt"), "-o", str(out))
+    assert_one_line_error(result, "--calibration needs --static")
+    (tmp_path / "lines.txt").write_text("# only a comment\n\n")
+    result = edgetts("quantize", "--static", "--calibration", str(tmp_path / "lines.txt"), "-o", str(out))
+    assert_one_line_error(result, f"the calibration file {tmp_path / 'lines.txt'} has no sentence")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt"]
 
 
 @pytest.mark.slow
 def test_cli_writes_the_variant_and_its_config(tmp_path: Path) -> None:
-    out = tmp_path / "joe-static.onnx"
-    # Only conv_pre left to choose from: the pass is one measurement.
+    out = tmp_path / "voice" / "joe-static.onnx"
+    # Only conv_pre left to choose from, calibrated on two lines of a site's own: one short measurement.
     keep = ["/enc_p/*", "/flow/*", "/dec/resblocks.*", "/dec/conv_post/*"]
-    result = edgetts("quantize", "--static", "--keep-float", *keep, "-o", str(out), timeout=600)
+    lines = tmp_path / "ours.txt"
+    lines.write_text("# our announcements\nMind the gap.\n\nThe shop closes in ten minutes.\n")
+    args = ["--static", "--calibration", str(lines), "--keep-float", *keep]
+    result = edgetts("quantize", *args, "-o", str(out), timeout=600)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(out)
+    assert "edgetts: calibrating on 2 sentences" in result.stderr.splitlines()
     assert "static: 1 Conv converted" in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["joe-static.onnx", "joe-static.onnx.json"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["joe-static.onnx", "joe-static.onnx.json"]
     recorded = variant_metadata(out)
     assert recorded is not None and recorded["converted"] == ["/dec/conv_pre/Conv"]
     assert onnx.load(str(out)).metadata_props[0].key == METADATA_KEY
