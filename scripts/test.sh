@@ -45,7 +45,7 @@ if (($# == 0)); then
   # The whole suite in two tiers: the default tier's verdicts do not depend on how busy the machine
   # is, so it runs on every core at once (pytest-xdist, a test file per worker so its module
   # fixtures are made once); the realtime tier measures real time, so it runs alone afterwards.
-  "$venv/bin/python" -m pytest -n "${EDGETTS_TEST_WORKERS:-auto}" --dist loadfile -m "not realtime" --durations=25
+  "$venv/bin/python" -m pytest -n "${EDGETTS_TEST_WORKERS:-auto}" --dist worksteal -m "not realtime" --durations=25
   rc=$?
   "$venv/bin/python" -m pytest -m realtime --durations=25
   rt_rc=$?

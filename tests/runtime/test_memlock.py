@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import textwrap
 import uuid
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,13 @@ from edgetts.runtime import memlock
 from edgetts.runtime.memlock import LOCK_FIX, MIN_BYTES, find_initializers, lock_weights, read_vmlck
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_live_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts as a process where no weights are live: a voice another test of the same
+    worker still holds (a session fixture) would otherwise be shared, and nothing locked here."""
+    monkeypatch.setattr(memlock, "_LIVE", weakref.WeakValueDictionary())
 
 
 def _feeds() -> dict[str, np.ndarray]:
