@@ -154,7 +154,7 @@ SHRINK_ABOVE = 256
 """Runs over more ids or frames than this give the arena's free blocks back after them.  Issue 14:
 shrinking after every run cost 7-8 % of the CPU here (whole sentences, 1 thread, corpus: 10.6 ->
 9.9 s), the blocks being allocated again at the next run; a streamed voice's runs (windows of
-<= 140 frames, flow spans of <= 240, most fronts) stay below, and what a long sentence took still
+<= 76 frames, flow spans of <= 240, most fronts) stay below, and what a long sentence took still
 goes back (issue 13)."""
 
 

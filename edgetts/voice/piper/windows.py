@@ -22,15 +22,16 @@ class StreamingOptions:
     """Frames in the first window of each sentence (x hop = samples: 1024, 46 ms for a 22050 Hz medium voice)."""
 
     growth: float = 8.0
-    """Each later window is this many times the one before (4, 32, 128, 128, ... frames)."""
+    """Each later window is this many times the one before (4, 32, 64, 64, ... frames)."""
 
-    max_frames: int = 128
-    """Largest window (1.49 s of audio).  The decoder's activations grow with the window: peak RSS
+    max_frames: int = 64
+    """Largest window (0.74 s of audio).  The decoder's activations grow with the window: peak RSS
     of a process speaking the corpus 168 / 187 / 199 / 224 MB at 64 / 128 / 192 / 256 frames (2
-    threads, memory patterns off); each seam costs two margins.  On a slow board a window's audio
-    comes when all of it is decoded, so the largest one also sets how much must be in hand before
-    playback can start: 64 frames started a Pi 4's playback ~12 % sooner, but cost 1.15x whole
-    sentences' CPU there against 1.11x (docs/streaming.md, "Memory")."""
+    threads, memory patterns off), and on a slow board a window's audio comes when all of it is
+    decoded, so the largest one also sets how much must be in hand before playback can start: 64
+    frames start a Pi 4's playback ~12 % sooner than 128 and keep the daemon within its memory
+    budget, for a little more CPU (each seam recomputes two margins: 1.15x whole sentences' CPU
+    on a Pi 4 against 1.11x at 128; docs/streaming.md, "Memory")."""
 
     margin: int = 6
     """Decoder frames of context on each side of a window.  The joe voice's decoder reaches about
