@@ -114,17 +114,22 @@ def _mono_of(at_unix: float) -> tuple[float, float]:
     return at_unix - unix + before, at_unix - unix + after
 
 
-def _heard_as_reported(pcm: np.ndarray, expected: np.ndarray, late_ms: float, whole: bool, start: int = 0) -> int:
+def _heard_as_reported(
+    pcm: np.ndarray, expected: np.ndarray, late_ms: float, whole: bool, start: int = 0, reports: object = None
+) -> int:
     """The capture holds ``expected`` (float, gain 1) less exactly the first ``late_ms`` of it (the
     samples whose time had passed, edgetts.audio.timeline.TimedPlay._skip_past), faded in from
     there, after silence: no sample skipped that was not said, none played that was said skipped.
     ``whole``: (no underrun counted) the rest, to its last fade_ms, is all there, unbroken.
-    ``start``: the capture's length before it was published.  Returns how many samples were skipped."""
+    ``start``: the capture's length before it was published; ``reports``: what the product said, for
+    the failure's message.  Returns how many samples were skipped."""
     said = late_ms * RATE / 1000.0
     ints = float_to_int16(expected)
     probe = int(said + ROUNDING) + 1 + FADE  # (past the fade-in of any skip the report allows)
     at = find(pcm, ints[probe : probe + int(0.1 * RATE)], start)
-    assert at >= 0, "the announcement's samples (after what late_ms says was skipped) are not in the capture"
+    assert at >= 0, (
+        f"the announcement's samples (after what late_ms says was skipped) are not in the capture: {reports}"
+    )
     base = at - probe  # where the job's sample 0 is (would have been) in the capture
     for skip in range(max(0, int(said - ROUNDING)), int(said + ROUNDING) + 1):
         head = expected[skip:probe].copy()
@@ -134,9 +139,9 @@ def _heard_as_reported(pcm: np.ndarray, expected: np.ndarray, late_ms: float, wh
         if np.all(np.abs(got - float_to_int16(head)) <= 1) and not np.any(before):
             break
     else:
-        raise AssertionError(f"the capture does not start {late_ms} ms into the announcement")
+        raise AssertionError(f"the capture does not start {late_ms} ms into the announcement: {reports}")
     if whole:
-        assert find(pcm, ints[probe:-FADE], at) == at, "the rest of the announcement is not all there"
+        assert find(pcm, ints[probe:-FADE], at) == at, f"the rest of the announcement is not all there: {reports}"
     return skip
 
 
@@ -216,9 +221,8 @@ def test_a_sync_group_plays_at_receipt_plus_its_lead(daemon_rig: Any) -> None:
         rest = float_to_int16(_audio(voice, TEXT))[-FADE - int(0.3 * RATE) : -FADE]
         assert find(rig.capture.pcm(), rest, 0) >= 0, "the end of the announcement is not in the capture"
     else:
-        assert _heard_as_reported(rig.capture.pcm(), _audio(voice, TEXT), late_ms, True) == (
-            0 if "late_ms" not in synced else pytest.approx(late_ms * RATE / 1000, abs=ROUNDING)
-        )
+        skipped = _heard_as_reported(rig.capture.pcm(), _audio(voice, TEXT), late_ms, True, reports=(synced, done))
+        assert skipped == (0 if "late_ms" not in synced else pytest.approx(late_ms * RATE / 1000, abs=ROUNDING))
     assert voice.configs[-1] is not None and voice.configs[-1].seed == seed_for("g1")
     other = _say(rig, {"id": "g2", "text": TEXT}, "test/group/station/announce")  # not a sync group
     assert "sync_error_ms" not in other and voice.configs[-1] is not None and voice.configs[-1].seed is None
