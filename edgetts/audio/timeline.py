@@ -207,6 +207,11 @@ class TimedPlay(JobRun):
             return False
         if not self._started:
             self._refix()
+            if self._position() < 0:
+                # Re-fixed later: wait for the new frame on silence; writing a block of the job now
+                # would start it early and leave a gap, uncounted, where the silence then goes.
+                self._to_target()
+                return False
         self._skip_past()
         if end is not None and stage.avail <= self._block + stage.fade_n:
             # (blocks before the tail go through _emit: each write is measured, so a device that

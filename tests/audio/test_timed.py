@@ -259,6 +259,37 @@ def test_a_start_fixed_from_a_settled_estimate_is_not_moved_by_its_jitter() -> N
     _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
 
 
+class _LateReadingsUntil(SimDevice):
+    """Readings say 6 ms more delay than there is until ``accurate_from`` (a stream only just
+    opened: its first readings come a sound server's tick late), accurate after it."""
+
+    def __init__(self, fmt: DeviceFormat, accurate_from: float) -> None:
+        super().__init__(fmt)
+        self._accurate_from = accurate_from
+
+    def delay_s(self) -> float | None:
+        delay = super().delay_s()
+        return delay + 0.006 if delay is not None and self.now < self._accurate_from else delay
+
+
+def test_a_start_re_fixed_later_waits_for_its_frame_instead_of_playing_a_block_early() -> None:
+    """The first frame fixed from an estimate not yet settled is looked at again at the target; when
+    the later estimate puts it later, the job waited there on silence.  It used to write one block
+    of the job at once (early) and then the silence up to the new frame: a gap inside the first
+    word that no report counted (a clean-clone run of tests/daemon/test_sync_daemon.py)."""
+    in_s = 0.5  # (the stream opened with the job: its estimate is half a second old at the target)
+    # The first frame is fixed ~50 ms before the target (its 2 blocks and the device's queue), on the
+    # late readings; the two writes after it read accurately, so the estimate moves 6 ms earlier and
+    # the first frame 132 frames later.
+    device = _LateReadingsUntil(DeviceFormat(RATE), accurate_from=1000.0 + in_s - 0.045)
+    audio = _noise(0.5, seed=11)
+    started, finished, target_mono = _play_timed(device, audio, in_s)
+    assert started.late_ms == 0.0 and finished.underruns == 0, (started, finished)
+    fade = int(RATE * 0.005)
+    _origin(device, device.pcm(), _ints(audio), fade + 1, audio.size - fade, target_mono)  # sample for sample
+    assert started.sync_error_ms is not None and abs(started.sync_error_ms) <= 1000.0 / RATE
+
+
 def test_late_audio_joins_in_step_and_reports_what_it_skipped() -> None:
     device = SimDevice(DeviceFormat(RATE))
     player, reports = _player(device)
