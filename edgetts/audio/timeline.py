@@ -192,6 +192,9 @@ class TimedPlay(JobRun):
         """When the job's first sample was written (on ``clocks``)."""
         self._fixed_settled = False
         """The first frame was fixed from a settled estimate (see _refix)."""
+        self._fixed_epoch: float | None = None
+        self._lost_at_fix = 0
+        """The estimate the first frame was fixed from, and the timeline lost by then."""
         self._counts: collections.deque[tuple[float, int]] = collections.deque()
         """(when it began, the writer's underrun count before it) of each write in the last WINDOW_S."""
         stage.barrier = None
@@ -284,6 +287,7 @@ class TimedPlay(JobRun):
                 return
             self._first = due + self._lost
             self._fixed_settled = self._clock.settled
+            self._fixed_epoch, self._lost_at_fix = self._clock.epoch, self._lost
             if self._position() >= 0:
                 return
         self._silence(min(block, -self._position()))
@@ -301,6 +305,7 @@ class TimedPlay(JobRun):
             return
         target = self._clocks.mono_of(self._timed.at_unix) - self._timed.output_delay_s
         self._first = round((target - epoch) * self._rate) + self._lost
+        self._fixed_epoch, self._lost_at_fix = epoch, self._lost
 
     def _skip_past(self) -> None:
         """Drop the samples in hand whose time has passed (a late join, or after a gap)."""
@@ -314,6 +319,10 @@ class TimedPlay(JobRun):
         if self._started:
             return
         heard = self._clock.heard_at(self._clock.frames) + self._timed.output_delay_s
+        if self._fixed_settled and self._fixed_epoch is not None and self._lost == self._lost_at_fix:
+            # The start stands on the settled estimate it was fixed from (see _refix), and so does
+            # what is said of it: the readings' jitter since has moved the estimate, not the device.
+            heard = self._fixed_epoch + self._clock.frames / self._rate + self._timed.output_delay_s
         due = self._clocks.mono_of(self._timed.at_unix) + self._consumed / self._rate
         self.stage.sync_error_ms = (heard - due) * 1000.0
         self.stage.late_ms = self._consumed / self._rate * 1000.0

@@ -59,12 +59,6 @@ def test_sync_error_ms_says_where_the_first_sample_was_heard(
     assert abs(started.sync_error_ms / 1000.0 - error_s) <= SAMPLE_S + 2 * TICK_S, (started, error_s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product gap (issue 39): the start stands on the settled estimate it was fixed from, but "
-    "`started` reports sync_error_ms from the estimate as it stands at the first write, which the "
-    "readings' jitter has moved: +6 ms said of a start on time",
-)
 def test_sync_error_ms_is_not_moved_by_the_readings_jitter_after_the_start_was_fixed() -> None:
     """Readings 6 ms late from just before the target on (a sound server's ticks): the start stands
     (test_timed), and so must what `started` says of it."""
