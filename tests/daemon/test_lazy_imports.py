@@ -25,6 +25,7 @@ OPTIONAL = {
     "starlette": "starlette",
     "uvicorn": "uvicorn",
     "anyio": "anyio",
+    "asyncio (the servers' event loops)": "asyncio",
     "wyoming": "wyoming",
     "zeroconf": "zeroconf",
     "ifaddr": "ifaddr",

@@ -17,7 +17,6 @@ chunk, so it costs nothing more.  A slow reader holds at most
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import queue
 import threading
@@ -102,6 +101,8 @@ class SideStream:
 
     async def chunks(self) -> AsyncIterator[AudioChunk]:
         """The chunks for an asyncio server (each wait runs in a worker thread, never on the event loop)."""
+        import asyncio  # (here: only the servers that read this way need it, ~2 MB a daemon without them keeps)
+
         try:
             while (chunk := await asyncio.to_thread(self.get)) is not None:
                 yield chunk
