@@ -302,8 +302,8 @@ def main() -> int:
     parser.add_argument(
         "--parallel",
         choices=["threads", "windows"],
-        default="threads",
-        help="edgetts's voice.parallel: its threads inside each run, or windows decoded at once",
+        help="edgetts's voice.parallel: its threads inside each run, or windows decoded at once (default: windows "
+        "with --board, as the daemon's `auto` does on an ARM board; else threads)",
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", type=int, help="only the first N lines of the corpus")
@@ -321,6 +321,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.threads = _threads(parser, args)
+    args.parallel = args.parallel or ("windows" if args.board else "threads")
     # SIGTERM (and SIGINT, which a shell's background job ignores) unwinds like an exception, so
     # the quota group, the worker and the sink are cleaned up.
     signal.signal(signal.SIGTERM, _terminate)

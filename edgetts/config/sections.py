@@ -90,7 +90,7 @@ class AudioSettings:
             raise FieldError(("reopen_min_s",), "need 0 < reopen_min_s <= reopen_max_s")
 
 
-PARALLEL_MODES = ("threads", "windows")
+PARALLEL_MODES = ("auto", "threads", "windows")
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,12 @@ class VoiceModelSettings:
     threads: int | None = None
     """Inference threads; None = one per inference core (cpu.inference_cores)."""
 
-    parallel: str = "threads"
+    parallel: str = "auto"
     """How the voice's threads share the work: `threads` = each model run on all of them (onnxruntime's
     intra-op threads); `windows` = that many windows of a streamed sentence decoded at once, each run
-    on one thread, the next window's flow and front prepared meanwhile (docs/streaming.md, "Cores")."""
+    on one thread, the next window's flow and front prepared meanwhile; `auto` = `windows` on an ARM
+    board, where it was measured to start sooner on less CPU, `threads` elsewhere (docs/streaming.md,
+    "Cores")."""
 
     streaming: bool = True
     """Decode each sentence in windows planned for this machine's measured speed: first audio

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,6 +101,16 @@ def resolve_voice(spec: str | Path) -> VoiceInfo:
     raise VoiceError(f"no voice named {text!r} (see `edgetts voices`)")
 
 
+def resolved_parallel(parallel: str) -> str:
+    """``auto`` made concrete: ``windows`` on an ARM board, ``threads`` elsewhere (docs/streaming.md,
+    "Cores": on the Pi 4 board profile windows started about 2x sooner on half the CPU of intra-op
+    threads, whose waits between small runs a slow core pays for; fast x86 cores keep the threads
+    the engine's full-speed figures were measured with)."""
+    if parallel != "auto":
+        return parallel
+    return "windows" if platform.machine().lower() in ("aarch64", "arm64", "armv7l", "armv8l") else "threads"
+
+
 def load_voice(
     spec: str | Path,
     *,
@@ -109,7 +120,7 @@ def load_voice(
     cores: tuple[int, ...] | None = None,
     lock: bool = False,
     streaming: bool = False,
-    parallel: str = "threads",
+    parallel: str = "auto",
     fast_start_ids: int = 0,
     max_sentence_ids: int = MAX_SENTENCE_IDS,
 ) -> Voice:
@@ -121,7 +132,8 @@ def load_voice(
     (locks the weights in RAM, docs/edge-runtime.md) apply to voices of every
     family, through one :class:`RuntimeOptions`; ``streaming`` decodes Piper voices in windows
     (first audio sooner, docs/streaming.md), ``fast_start_ids`` > 0 with it starts long
-    first sentences from a prefix (``StreamingOptions.fast_start_ids``); ``parallel="windows"``
+    first sentences from a prefix (``StreamingOptions.fast_start_ids``); ``parallel="windows"`` (or
+    ``"auto"`` on an ARM board: :func:`resolved_parallel`)
     with it decodes ``threads`` windows at once, each run on one thread
     (``StreamingOptions.workers``); ``max_sentence_ids``
     (Piper voices) is the most input ids of one run, a longer
@@ -137,7 +149,7 @@ def load_voice(
     from edgetts.voice.piper.windows import StreamingOptions
 
     workers = 1
-    if streaming and parallel == "windows":
+    if streaming and resolved_parallel(parallel) == "windows":
         # The windows decoded at once are the parallelism: each run on one thread.
         workers, runtime = runtime.resolved_threads(), replace(runtime, threads=1)
     text = text or TextOptions()

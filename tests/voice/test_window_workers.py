@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from edgetts.engine import SynthesisConfig
-from edgetts.voice.catalog import default_voice_path, load_voice
+from edgetts.voice.catalog import default_voice_path, load_voice, resolved_parallel
 from edgetts.voice.model_cache import default_cache_dir
 from edgetts.voice.onnx_session import RuntimeOptions
 from edgetts.voice.piper.lead import Item, Shape, _ready_times, plan_text
@@ -66,8 +66,19 @@ def test_load_voice_with_parallel_windows_runs_one_thread_per_window() -> None:
     assert voice.streaming.workers == 2
     workers = voice.window_workers()
     assert workers is not None and workers.workers == 2
-    threads = load_voice("default", threads=2, streaming=True)
+    threads = load_voice("default", threads=2, streaming=True, parallel="threads")
     assert isinstance(threads, PiperVoice) and threads.window_workers() is None
+
+
+@pytest.mark.parametrize(("machine", "mode"), [("aarch64", "windows"), ("armv7l", "windows"), ("x86_64", "threads")])
+def test_auto_is_windows_on_an_arm_board_and_threads_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, machine: str, mode: str
+) -> None:
+    monkeypatch.setattr("edgetts.voice.catalog.platform.machine", lambda: machine)
+    assert resolved_parallel("auto") == mode
+    assert resolved_parallel("threads") == "threads" and resolved_parallel("windows") == "windows"
+    voice = load_voice("default", threads=2, streaming=True)  # auto, the default
+    assert isinstance(voice, PiperVoice) and (voice.window_workers() is not None) == (mode == "windows")
 
 
 class _HeldRuns:
