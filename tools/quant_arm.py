@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -89,6 +90,7 @@ def speak(out: Path, variant: Path, lines: Sequence[int], seed: int, threads: in
     recorded = variant_metadata(variant) or {}
     meta = {
         "machine": platform.machine(),
+        "qemu_cpu": os.environ.get("QEMU_CPU"),  # (scripts/test-aarch64.sh: the emulated core)
         "lines": list(lines),
         "seed": seed,
         "kernels": counts,
@@ -122,6 +124,7 @@ def judge(spoken: Path) -> dict[str, Any]:
     int8 = {op: kernels.get(op, 0) for op in INT8_OPS}
     result = {
         "machine": meta["machine"],
+        "qemu_cpu": meta.get("qemu_cpu"),
         "lines": meta["lines"],
         "seed": meta["seed"],
         "activations": meta["activations"],
@@ -162,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     result = judge(args.spoken)
     print(json.dumps(result, indent=1))
-    write_result("bench_quant_aarch64", result, args.json)
+    write_result("quant_arm", result, args.json)
     return 0 if result["int8_kernels_ran"] and result["passes_gate"] else 1
 
 
