@@ -7,8 +7,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+# CI (`.ci/run` sets CI=true) runs each property test on the same examples every time, so a verdict
+# never turns on a fresh random draw; a developer's run keeps drawing new ones, and keeps what fails.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 # Optimised-model cache of this test run only (subprocesses inherit it).
 os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
 
