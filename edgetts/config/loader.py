@@ -104,6 +104,7 @@ def _convert_union(args: tuple[Any, ...], value: Any, path: tuple[str, ...]) -> 
     if value is None and type(None) in args:
         return None
     errors = []
+    shaped: FieldError | None = None
     for arg in args:
         if arg is type(None):
             continue
@@ -112,8 +113,12 @@ def _convert_union(args: tuple[Any, ...], value: Any, path: tuple[str, ...]) -> 
         except FieldError as exc:
             errors.append(_type_name(arg))
             last = exc
+            if shaped is None and isinstance(value, dict) and dataclasses.is_dataclass(arg):
+                shaped = exc  # a mapping meant as this dataclass (`voices/<name>`): its own problem says more
     if len(errors) == 1:
         raise last
+    if shaped is not None:
+        raise shaped
     raise FieldError(path, f"expected {' or '.join(errors)}, got {value!r}")
 
 

@@ -150,6 +150,18 @@ class Assets:
     def default_voice(self) -> Voice | None:
         return self.voices.get(self.config.voice.name)
 
+    def voice_named(self, wanted: str) -> str | None:
+        """The configured voice ``wanted`` means: a configured name, else the name of the installed voice
+        (e.g. de_DE-thorsten-medium) a configured voice speaks with; None when neither."""
+        configured = self.config.all_voices()
+        if wanted in configured:
+            return wanted
+        for name, settings in configured.items():
+            voice = self.voices.get(name)
+            if (voice.name if voice is not None else settings.model) == wanted:
+                return name
+        return None
+
     @property
     def default_rate(self) -> int:
         """The device rate when audio/sample_rate is not set: the default voice's."""
@@ -247,7 +259,7 @@ def _load_tolerant(config: Config, text: TextOptions, loading: Loading) -> tuple
     errors: dict[str, str] = {}
     for name, settings in config.all_voices().items():
         try:
-            voices.update(load_voices({name: settings}, text, loading))
+            voices.update(load_voices({name: installed_model(config, settings)}, text, loading))
         except EdgeTTSError as exc:
             _LOGGER.error("%s", exc)
             errors[name] = str(exc)
@@ -262,8 +274,18 @@ def _reload_voices(
     old_voices, new_voices = old.all_voices(), config.all_voices()
     same_text = _same_text(old, config)
     keep = {n: v for n, v in previous.voices.items() if same_text and old_voices.get(n) == new_voices.get(n)}
-    todo = {n: s for n, s in new_voices.items() if n not in keep}
+    todo = {n: installed_model(config, s) for n, s in new_voices.items() if n not in keep}
     return {**keep, **load_voices(todo, text, loading)}, set(keep)
+
+
+def installed_model(config: Config, settings: VoiceModelSettings) -> VoiceModelSettings:
+    """``settings`` with a voice name installed in voices/dir (`edgetts voices install`) given as its
+    model file: the loader's own search folders do not know the config's (a voice elsewhere is left
+    to the loader, which finds it or says why not)."""
+    from edgetts.voice.install.store import VoiceStore  # the folder only: no onnxruntime, no urllib
+
+    voice = VoiceStore(config.voices_dir()).find(settings.model)
+    return settings if voice is None else replace(settings, model=str(voice.model))
 
 
 def _same_text(old: Config, new: Config) -> bool:
@@ -381,6 +403,7 @@ __all__ = [
     "VoiceRuntime",
     "build_assets",
     "calibrate",
+    "installed_model",
     "load_configured_voice",
     "load_voices",
     "measure_voice",

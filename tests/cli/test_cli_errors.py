@@ -28,14 +28,15 @@ def test_check_config_names_file_line_and_key_of_a_voice_model_that_does_not_exi
     config = tmp_path / "c.yaml"
     config.write_text(
         "device:\n  id: x\nvoice:\n  name: main\n  model: /no/such/voice.onnx\n"
-        f"voices:\n  fr:\n    model: klingon\n  dir:\n    model: {tmp_path}\n  ok:\n    model: default\n"
+        f"voices:\n  fr:\n    model: klingon\n  folder:\n    model: {tmp_path}\n  ok:\n    model: default\n"
     )
     result = edgetts("check-config", str(config))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [
         f"{config}:5 voice/model: voice model not found: /no/such/voice.onnx",
-        f"{config}:8 voices/fr/model: no voice named 'klingon' (see `edgetts voices`)",
-        f"{config}:10 voices/dir/model: voice model not found: {tmp_path}",
+        f"{config}:8 voices/fr/model: no voice named 'klingon'"
+        " (see `edgetts voices`; `edgetts voices install NAME` adds one)",
+        f"{config}:10 voices/folder/model: voice model not found: {tmp_path}",
     ]
     assert result.stdout == ""
     config.write_text("voice:\n  model: default\n")

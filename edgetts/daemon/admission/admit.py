@@ -17,6 +17,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from edgetts.config import Config
 from edgetts.daemon.admission.intake import decode_json, escape, prescan
@@ -213,6 +214,9 @@ def parse(
     )
     if hops is not None:
         hops.parse = time.monotonic()
+    named = None if ann.voice is None else assets.voice_named(ann.voice)
+    if named is not None and named != ann.voice:  # an installed voice's name: the configured voice speaking with it
+        ann = replace(ann, voice=named)
     text = None if ann.text is None else prepared(ann.text, assets, ann.voice or assets.config.voice.name)
     if hops is not None:
         hops.prepare = time.monotonic()

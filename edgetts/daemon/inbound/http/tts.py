@@ -57,6 +57,8 @@ def side_request(obj: dict[str, Any], assets: Assets, keys: set[str]) -> SideReq
     if unknown:
         raise Problem(400, f"unknown key {unknown[0][:40]!r}")
     name = obj.get("voice", assets.config.voice.name)
+    if isinstance(name, str):
+        name = assets.voice_named(name) or name  # a configured or an installed voice's name
     configured = assets.config.all_voices()
     if not isinstance(name, str) or name not in configured:
         raise Problem(404, f"unknown voice (known: {', '.join(configured)})")

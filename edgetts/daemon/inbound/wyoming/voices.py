@@ -2,7 +2,8 @@
 
 `info` lists every voice that is loaded, by its configured name (the name announcements
 use), with its language and, for a multi-speaker Piper voice, its speakers.  A
-`synthesize` names a voice (and a speaker), or a language, or nothing: the default voice.
+`synthesize` names a voice (and a speaker), or a language, or nothing: the default voice;
+a voice is named by its configured name or by the installed voice's (`de_DE-thorsten-medium`).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def pick(assets: Assets, wanted: SynthesizeVoice | None) -> Picked:
     configured = assets.config.all_voices()
     name = assets.config.voice.name
     if wanted is not None and wanted.name:
-        name = wanted.name
+        name = assets.voice_named(wanted.name) or wanted.name  # a configured or an installed voice's name
     elif wanted is not None and wanted.language:
         name = _by_language(assets, wanted.language)
     voice = assets.voices.get(name)
