@@ -71,6 +71,7 @@ DegradedWhat = Literal[
     "clock",
     "config",
     "cpu",
+    "duck",
     "homeassistant",
     "http",
     "memory",

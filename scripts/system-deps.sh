@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(cmake make g++)   # tools/build_espeak_data.py: espeak-ng's CMake build (the data rebuild test)
   # the paced sink (tools/paced_sink.py): a sound card with a real clock, and parec to record it
   pkgs+=(pulseaudio pulseaudio-utils libasound2-plugins)
+  # the ducking tests (docs/ducking.md): a real MPD and a real Snapcast server with a client, on loopback
+  pkgs+=(mpd snapserver snapclient)
   # the console's browser tests (issue 18): headless Chromium and its WebDriver, driven by selenium
   pkgs+=(chromium chromium-driver)
 fi

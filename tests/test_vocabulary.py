@@ -36,6 +36,7 @@ def test_names_on_the_wire() -> None:
         "clock",
         "config",
         "cpu",
+        "duck",
         "homeassistant",
         "http",
         "memory",

@@ -7,14 +7,17 @@ recomputes them differently.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgetts.config.bus import DeviceSettings, MqttSettings
+from edgetts.config.duck import DuckSettings
 from edgetts.config.errors import FieldError
 from edgetts.config.http import HttpSettings
 from edgetts.config.integrations import HomeAssistantSettings, WyomingSettings
+from edgetts.config.schedule import ScheduleSettings
 from edgetts.config.sections import (
     AudioSettings,
     CacheSettings,
@@ -75,6 +78,10 @@ class Config:
     """The operator's console and JSON API (issue 18; off by default; a change needs a restart)."""
     sync: SyncSettings = field(default_factory=SyncSettings)
     """Synchronized zone announcements (issue 19)."""
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    """Announcements on a timetable (docs/schedule.md)."""
+    duck: DuckSettings = field(default_factory=DuckSettings)
+    """Other audio lowered while edgetts plays (docs/ducking.md)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "voices", VoiceTable.of(self.voices))
@@ -103,6 +110,14 @@ class Config:
         for i, group in enumerate(self.sync.groups):
             if group not in self.device.groups:
                 raise FieldError(("sync", "groups", str(i)), f"{group!r} is not one of device.groups")
+        for i, entry in enumerate(self.schedule.entries):  # (what admission would refuse at its time)
+            where = ("schedule", "entries", str(i))
+            if entry.voice is not None and entry.voice not in self.all_voices():
+                raise FieldError((*where, "voice"), f"{entry.voice!r} is not a configured voice")
+            if entry.repeat > self.queue.max_repeat:
+                raise FieldError((*where, "repeat"), f"more than queue/max_repeat ({self.queue.max_repeat})")
+            if entry.text is not None and len(entry.text) > self.queue.max_text_chars:
+                raise FieldError((*where, "text"), f"longer than queue/max_text_chars ({self.queue.max_text_chars})")
 
     def _check_degrade_to(self) -> None:
         """Each voice's degrade_to is another configured voice or a path to an .onnx file."""
@@ -172,7 +187,10 @@ class Config:
 
 def _to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # A field's YAML key (`from`: metadata["key"]), so print-config reads back as it loaded.
+        return {f.metadata.get("key", f.name): _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime.date):
+        return value.isoformat()  # (plain JSON for /api/config too)
     if isinstance(value, dict):
         return {k: _to_plain(v) for k, v in value.items()}
     if isinstance(value, tuple):

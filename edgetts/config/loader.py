@@ -11,6 +11,7 @@ import dataclasses
 import os
 import types
 import typing
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,12 +58,20 @@ def _plain(node: yaml.Node, path: tuple[str, ...], loc: _Located, problems: list
 
 
 def _scalar(node: yaml.Node) -> Any:
-    """Let the safe loader resolve a scalar's tag (int, float, bool, null, str)."""
-    return yaml.SafeLoader("").construct_object(node, deep=True)
+    """Let the safe loader resolve a scalar's tag (int, float, bool, null, str, date)."""
+    try:
+        return yaml.SafeLoader("").construct_object(node, deep=True)
+    except ValueError:  # looks like a date and is none (2026-13-01): its text, which the field's check refuses
+        return node.value
+
+
+def _yaml_key(f: dataclasses.Field[Any]) -> str:
+    """A field's key in the YAML: its name, or ``metadata["key"]`` where that is a Python keyword (`from`)."""
+    return str(f.metadata.get("key", f.name))
 
 
 def _type_name(tp: Any) -> str:
-    mapping = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+    mapping = {str: "a string", int: "an integer", float: "a number", bool: "true or false", date: "a date"}
     if tp in mapping:
         return mapping[tp]
     if typing.get_origin(tp) is Literal:
@@ -140,6 +149,15 @@ def _convert_scalar(tp: Any, value: Any, path: tuple[str, ...]) -> Any:
         if not isinstance(value, str):
             raise FieldError(path, f"expected a string, got {value!r}")
         return value
+    if tp is date:
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return value
+        if isinstance(value, str):
+            try:
+                return date.fromisoformat(value)
+            except ValueError:
+                pass
+        raise FieldError(path, f"expected a date (YYYY-MM-DD), got {value!r}")
     raise TypeError(f"unsupported config type {tp!r}")  # a bug in this package, not in the file
 
 
@@ -149,14 +167,14 @@ def _build(cls: type, data: Any, path: tuple[str, ...]) -> Any:
     if not isinstance(data, dict):
         raise FieldError(path, f"expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {_yaml_key(f): f for f in dataclasses.fields(cls)}
     for key in data:
-        if key not in names:
-            raise FieldError(path + (key,), f"unknown key (known: {', '.join(sorted(names))})")
-    for f in dataclasses.fields(cls):
-        if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise FieldError(path + (f.name,), "required key missing")
-    kwargs = {k: _convert(hints[k], v, path + (k,)) for k, v in data.items()}
+        if key not in fields:
+            raise FieldError(path + (key,), f"unknown key (known: {', '.join(sorted(fields))})")
+    for key, f in fields.items():
+        if key not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise FieldError(path + (key,), "required key missing")
+    kwargs = {fields[k].name: _convert(hints[fields[k].name], v, path + (k,)) for k, v in data.items()}
     obj = cls(**kwargs)
     validate = getattr(obj, "validate", None)
     if validate is not None:

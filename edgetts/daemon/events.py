@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,8 @@ _LOGGER = logging.getLogger(__name__)
 
 #: Events logged as warnings: the announcement did not play as asked.
 _WARNINGS = ("rejected", "failed", "expired", "fallback")
+_MAX_TAGGED = 256
+"""Ids whose events carry fields of their own (:meth:`Events.tag`), the oldest forgotten first."""
 
 
 class Events:
@@ -28,6 +31,14 @@ class Events:
     def __init__(self, health: Health) -> None:
         self._health = health
         self._link: Any = None
+        self._tags: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def tag(self, ident: str, **fields: Any) -> None:
+        """Fields every later event of ``ident`` carries (a timetable's occurrence: its `schedule`)."""
+        self._tags[ident] = fields
+        self._tags.move_to_end(ident)
+        while len(self._tags) > _MAX_TAGGED:
+            self._tags.popitem(last=False)
 
     def attach(self, link: Any) -> None:
         """The broker link (made at start-up, after the assets: its Last Will names the voice)."""
@@ -44,6 +55,7 @@ class Events:
     ) -> None:
         # An id or a reason may quote the payload: escaped, so it can split no log line and
         # always encodes as UTF-8 (a lone surrogate once crashed the daemon here, issue 13).
+        more = {**self._tags.get(ident, {}), **more}
         ident = escape(ident, 160)
         reason = None if reason is None else escape(reason, 1000)
         if isinstance(more.get("detail"), str):

@@ -31,7 +31,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from edgetts.daemon.assets import (
     load_configured_voice,
     memory_problem,
 )
+from edgetts.daemon.ducking import Ducking, DuckReport
 from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.inbound.control import Control
@@ -66,6 +67,7 @@ from edgetts.daemon.playout.play import Playout
 from edgetts.daemon.playout.sound_card import OutputStream, player_settings
 from edgetts.daemon.playout.synthesis import FallbackUsed, Synthesizer
 from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refused
+from edgetts.daemon.schedule.timetable import Timetable
 from edgetts.daemon.sdnotify import Notifier
 from edgetts.daemon.status import Status
 from edgetts.daemon.stop import bound_the_stop
@@ -160,6 +162,10 @@ class Daemon:
         self._feed = EventFeed()
         self._services = Services(self._opts.services(config), self._health)
         self._playout = Playout(self.scheduler, self._synth, self._events, self._health, lambda: self._assets)
+        ended = lambda ident: self.scheduler.is_duplicate(ident, time.time())  # noqa: E731
+        self._timetable = Timetable(config, self._events, self._side, self._health, ended)
+        # Other audio lowered while anything plays: its workers do the mixers' I/O, the loop only posts.
+        self._duck = Ducking(config.duck, config.queue.resolved_state_dir(), self._inbox.put, self._health)
         self._reloading = False
         self._reload_again = False
         self._stop = False
@@ -208,6 +214,7 @@ class Daemon:
         if self._opts.install_signals:
             for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 signal.signal(signum, self.on_signal)
+        self._duck.start()  # first: what a killed daemon left lowered comes back while the voices load
         self._notifier.status("loading voices")
         # A voice that does not load must not keep the announcer from starting (issue 6):
         # it runs on clips, says why in `degraded`, and a reload may bring the voice back.
@@ -280,6 +287,7 @@ class Daemon:
             deadline = self._playout.pending_deadline()
             if deadline is not None:
                 timeout = max(0.0, min(timeout, deadline - now_mono))
+            timeout = min(timeout, self._timetable.wait_s())  # an occurrence to render or admit
             try:
                 msg = self._inbox.get(timeout=timeout)
             except queue.Empty:
@@ -287,8 +295,11 @@ class Daemon:
             if msg is not None:
                 self._dispatch(msg)
             self._playout.check_deadline()
+            for scheduled in self._timetable.turn(self._assets, self.scheduler, self._playout.degrade.status):
+                self._dispatch(scheduled)  # admitted like any announcement
             expire(self.scheduler, self._events)
             self._playout.start_next()
+            self._duck.update(bool(self._playout.in_hand()))
             if self._link is not None and self._health.take_changed():
                 self._link.publish_status(self._status("online"))
             if wd is not None and time.monotonic() >= self._next_watchdog:
@@ -322,6 +333,8 @@ class Daemon:
             self._on_assets_loaded(msg)
         elif isinstance(msg, FallbackUsed):
             self._playout.on_fallback_used(msg)
+        elif isinstance(msg, DuckReport):
+            self._duck.on_report(msg)
         else:
             _LOGGER.error("unknown loop message %r", msg)
 
@@ -382,8 +395,10 @@ class Daemon:
             new = msg.assets.config
             self._use(msg.assets)
             self.scheduler.reconfigure(new.queue.max_length, new.queue.dedup_window_s)
+            self._timetable.reconfigure(new)
             if self._playout.player is not None:
                 self._playout.player.reconfigure(player_settings(new, msg.assets.default_rate))
+            self._duck.reconfigure(new.duck)
             if msg.note:
                 self._health.set("config", msg.note)
             else:
@@ -408,7 +423,7 @@ class Daemon:
         assets = self._assets
         default = assets.default_voice
         current = self._playout.current
-        return self._health.status(
+        status = self._health.status(
             state,
             voice=default.name if default is not None else assets.config.voice.model,
             queue_depth=len(self.scheduler),
@@ -417,6 +432,7 @@ class Daemon:
             keepalive=self._synth.keepalive.stats().to_dict() if self._synth.keepalive else None,
             speed=self._playout.degrade.status(assets),
         )
+        return replace(status, schedule=self._timetable.status())
 
     # ---------------------------------------------------------- shutdown
     def _shutdown(self) -> None:
@@ -426,11 +442,13 @@ class Daemon:
         self._halt()
         self._services.close()
         self._side.close()
+        self._timetable.close()
         self._playout.stop_all()
         if self._link is not None:
             self._link.stop()  # publishes `offline` first (issue 3)
         if self._playout.player is not None:
             self._playout.player.close()
+        self._duck.close()  # (after the player: the others come back once edgetts is silent)
         self._synth.close()
         self._await_reload(self._opts.reload_wait_s)
         self.scheduler.memory.close()

@@ -73,6 +73,10 @@ class Status:
     last: dict[str, Any] | None = None
     """The last announcement's last event: id, event, ts."""
 
+    schedule: dict[str, Any] | None = None
+    """The timetable's next occurrence on this device (issue 44): id (the entry's), at (Unix
+    seconds), local (its local time and zone), to, and text or clip; None = none to come."""
+
     STATES: ClassVar[tuple[str, ...]] = ("online", "offline")
 
     def to_payload(self) -> bytes:
@@ -99,6 +103,8 @@ class Status:
             obj["clock"] = self.clock
         if self.last is not None:
             obj["last"] = self.last
+        if self.schedule is not None:
+            obj["schedule"] = self.schedule
         return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
     @classmethod
@@ -124,6 +130,7 @@ class Status:
             groups=tuple(obj.get("groups", ())),
             clock=obj.get("clock"),
             last=obj.get("last"),
+            schedule=obj.get("schedule"),
         )
 
 

@@ -69,8 +69,9 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         "F:4 mqtt/port: 99999 is not a TCP port (1-65535)",
         "F:6 audio/lead_in_ms: expected an integer, got 'soon'",
         "F:8 queue/default_priority: expected one of 'emergency', 'high', 'normal', 'low', got 'urgent'",
-        "F:9 bogus: unknown section (known: audio, cache, clips, cpu, device, fallback, homeassistant, http, "
-        "keepalive, lexicon, logging, loudness, memory, mqtt, normalize, queue, sync, voice, voices, wyoming)",
+        "F:9 bogus: unknown section (known: audio, cache, clips, cpu, device, duck, fallback, homeassistant, http, "
+        "keepalive, lexicon, logging, loudness, memory, mqtt, normalize, queue, schedule, sync, voice, voices, "
+        "wyoming)",
     ]
 
 

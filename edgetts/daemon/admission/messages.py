@@ -327,6 +327,9 @@ class Event:
     """On `started`: ms of its start skipped because its audio was not ready at `play_at` (it joined
     late, in step with the other speakers)."""
 
+    schedule: str | None = None
+    """On every event of an announcement from the timetable: its `schedule` entry's id (issue 44)."""
+
     def to_payload(self) -> bytes:
         obj: dict[str, Any] = {"id": self.id, "event": self.event, "ts": round(self.ts, 3)}
         if self.reason is not None:
@@ -344,6 +347,7 @@ class Event:
             "variant",
             "sync_error_ms",
             "late_ms",
+            "schedule",
         ):
             if getattr(self, key) is not None:
                 obj[key] = getattr(self, key)
@@ -368,6 +372,7 @@ class Event:
             variant=obj.get("variant"),
             sync_error_ms=_opt_float(obj.get("sync_error_ms")),
             late_ms=_opt_float(obj.get("late_ms")),
+            schedule=obj.get("schedule"),
             underruns=None if underruns is None else int(underruns),
             gap_ms=None if gap is None else float(gap),
             timing_ms=None if obj.get("timing_ms") is None else {k: float(v) for k, v in obj["timing_ms"].items()},

@@ -84,6 +84,10 @@ function showStatus(s) {
   $("status-depth").textContent = s.queue_depth;
   $("status-underruns").textContent = `${s.underruns} (${s.gap_ms} ms dry)`;
   $("status-rtf").textContent = s.rtf_1min === null || s.rtf_1min === undefined ? "-" : s.rtf_1min.toFixed(3);
+  const next = s.schedule; // the timetable's next occurrence here (docs/schedule.md)
+  $("status-schedule").textContent = next
+    ? `${next.local}: ${next.id} (${next.to}) ${next.text !== undefined ? next.text : "clip " + next.clip}`
+    : "-";
   const degraded = s.degraded || [];
   const badge = $("state");
   badge.textContent = degraded.length ? `${s.state}, degraded` : s.state;
