@@ -76,6 +76,7 @@ DegradedWhat = Literal[
     "http",
     "memory",
     "mqtt",
+    "npu",
     "speed",
     "state",
     "voice",

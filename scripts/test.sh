@@ -5,7 +5,7 @@
 # The tests start their own mosquitto on 127.0.0.1 and their own ALSA capture
 # config; nothing outside the repo is left running.
 #
-#   scripts/test.sh [--ha] [--aarch64] [pytest args...]
+#   scripts/test.sh [--ha] [--aarch64] [--rknn] [pytest args...]
 #
 # Without pytest args it runs the default tier on every core (EDGETTS_TEST_WORKERS, default
 # auto), then the realtime tier alone; with them, one plain pytest run of what they select.
@@ -15,12 +15,18 @@
 # ~2.5 GB, then cached in /var/cache/edgetts; needs root).
 # --aarch64: afterwards, install and test on aarch64 under emulation as well
 # (scripts/test-aarch64.sh: an arm64 chroot, ~25 min the first time, then cached).
+# --rknn also runs tests/voice/test_npu_sim.py: the voice converted by Rockchip's rknn-toolkit2 and
+# run in its x86 simulator behind the NPU adapter (scripts/rknn-venv.sh: the converter's own venv,
+# built once, ~5.5 GB with torch's CUDA libraries from PyPI, then cached in /var/cache/edgetts;
+# the conversions take a few minutes).
 set -euo pipefail
 ha=0
 aarch64=0
-while [[ "${1:-}" == "--ha" || "${1:-}" == "--aarch64" ]]; do
+rknn=0
+while [[ "${1:-}" == "--ha" || "${1:-}" == "--aarch64" || "${1:-}" == "--rknn" ]]; do
   [[ "$1" == "--ha" ]] && ha=1
   [[ "$1" == "--aarch64" ]] && aarch64=1
+  [[ "$1" == "--rknn" ]] && rknn=1
   shift
 done
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +45,10 @@ if [[ $ha == 1 ]]; then
   EDGETTS_HA_PYTHON=$(bash scripts/ha-venv.sh "${EDGETTS_HA_VENV:-$here/.venv-ha}")
   EDGETTS_HA_NEW_PYTHON=$(bash scripts/ha-chroot.sh)
   export EDGETTS_HA_PYTHON EDGETTS_HA_NEW_PYTHON
+fi
+if [[ $rknn == 1 ]]; then
+  EDGETTS_RKNN_PYTHON=$(bash scripts/rknn-venv.sh)
+  export EDGETTS_RKNN_PYTHON
 fi
 set +e
 if (($# == 0)); then

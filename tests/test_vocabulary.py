@@ -41,6 +41,7 @@ def test_names_on_the_wire() -> None:
         "http",
         "memory",
         "mqtt",
+        "npu",
         "speed",
         "state",
         "voice",

@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
     """Verbs defined next to the code they drive (text tools, the daemon)."""
-    from edgetts.cli import announce, daemon, quantize, render, schedule, text, voices, wyoming
+    from edgetts.cli import announce, daemon, export_rknn, quantize, render, schedule, text, voices, wyoming
 
     return [
         voices.register,
@@ -228,6 +228,7 @@ def _plugin_registrars() -> list[Callable[[argparse._SubParsersAction], None]]:
         announce.register,
         render.register,
         quantize.register,
+        export_rknn.register,
         wyoming.register,
         schedule.register,
     ]

@@ -147,6 +147,15 @@ class VoiceModelSettings:
     """The faster variant spoken while this voice is too slow: another configured voice's name,
     or a path to a Piper *.onnx file (e.g. an int8 one from `edgetts quantize`); None = none."""
 
+    accelerator: Literal["cpu", "npu"] = "cpu"
+    """Where a streamed Piper voice's flow and decoder windows run: `cpu`, or `npu` (a Rockchip
+    RK3588/RK3576/RK3566 NPU, models from `edgetts export-rknn`; the front stays on the CPU).  An NPU
+    that cannot run them is `degraded: npu` with the reason, and the CPU speaks (docs/npu.md)."""
+
+    npu_core_mask: int = 0
+    """With `accelerator: npu`, the NPU cores the windows run on, as RKNNLite's core_mask: 0 = the
+    runtime picks, 1/2/4 = core 0/1/2, 3 = cores 0 and 1, 7 = all three (RK3588)."""
+
     def validate(self) -> None:
         if not self.model:
             raise FieldError(("model",), "must not be empty")
@@ -171,6 +180,8 @@ class VoiceModelSettings:
         # Whether degrade_to names a voice is checked by Config, which knows the voices.
         if self.degrade_to is not None and not self.degrade_to:
             raise FieldError(("degrade_to",), "must not be empty (null for none)")
+        if not 0 <= self.npu_core_mask <= 7:
+            raise FieldError(("npu_core_mask",), "must be 0-7 (0 = the runtime picks; bits 1, 2, 4 = cores 0, 1, 2)")
 
 
 @dataclass(frozen=True)

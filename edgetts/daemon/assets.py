@@ -21,6 +21,7 @@ import numpy as np
 
 from edgetts.audio.loudness import loudness_dbfs
 from edgetts.config import Config, VoiceModelSettings
+from edgetts.daemon.health import Problem
 from edgetts.daemon.pacing.variants import Variant, file_variants, find_variant
 from edgetts.daemon.playout.clips import ClipLibrary
 from edgetts.daemon.playout.fallback import CompiledRule, compile_rules
@@ -58,9 +59,9 @@ def load_configured_voice(
     settings: VoiceModelSettings, text: TextOptions, runtime: VoiceRuntime = VoiceRuntime()
 ) -> Voice:
     """The real voice loader (edgetts.voice.catalog), as the daemon and `edgetts render` use it."""
-    from edgetts.voice.catalog import load_voice  # onnxruntime: only when a voice is loaded
+    from edgetts.voice.catalog import load_voice, search_dirs  # onnxruntime: only when a voice is loaded
 
-    return load_voice(
+    voice = load_voice(
         settings.model,
         threads=settings.threads,
         text=text,
@@ -71,6 +72,26 @@ def load_configured_voice(
         fast_start_ids=settings.fast_start_ids,
         max_sentence_ids=settings.max_sentence_ids,
     )
+    if settings.accelerator == "npu":
+        from edgetts.voice.accel.npu import attach_npu
+        from edgetts.voice.piper.voice import PiperVoice
+
+        if isinstance(voice, PiperVoice):
+            attach_npu(voice, search_dirs(), core_mask=settings.npu_core_mask)
+        else:  # an autoregressive voice: the NPU runs Piper windows only
+            _LOGGER.warning("voice %s: accelerator npu applies to Piper voices only; it runs on the CPU", voice.name)
+    return voice
+
+
+def npu_problem(voices: dict[str, Voice]) -> str | None:
+    """`degraded: npu`: why a voice configured for the NPU speaks on the CPU (asked again at each status:
+    an inference may fail while the daemon runs, edgetts.voice.accel.npu)."""
+    reasons = [
+        f"voice {name}: {problem}"
+        for name, voice in voices.items()
+        if (problem := getattr(getattr(voice, "accelerator", None), "problem", None))
+    ]
+    return "; ".join(reasons) or None
 
 
 @dataclass(frozen=True)
@@ -143,8 +164,9 @@ class Assets:
     clips: ClipLibrary = field(default_factory=lambda: ClipLibrary(None, FALLBACK_RATE, None))
     cache: PhraseCache | None = None
     rules: tuple[CompiledRule, ...] = ()
-    problems: dict[str, str | None] = field(default_factory=dict)
-    """`degraded` entries these assets decide (voice, clips, cache): the reason, or None when fine."""
+    problems: dict[str, Problem] = field(default_factory=dict)
+    """`degraded` entries these assets decide (voice, clips, cache, npu): the reason, or None when fine,
+    or what tells it at each status (edgetts.daemon.health.Problem)."""
 
     @property
     def default_voice(self) -> Voice | None:
@@ -229,7 +251,8 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         )
         level, digest, cost = _measure(config, voices, files, kept)
         if same_cache:
-            cache, cache_problem = previous.cache, previous.problems.get("cache")
+            old = previous.problems.get("cache")
+            cache, cache_problem = previous.cache, old if isinstance(old, str) else None
         else:
             cache, cache_problem = _open_cache(config)
     assets = Assets(
@@ -245,10 +268,11 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         rules=compile_rules((r.match, r.clip) for r in config.fallback.rules),
     )
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
-    problems = {
+    problems: dict[str, Problem] = {
         "voice": "; ".join(errors.values()) or None,
         "clips": _clip_problem(config, clips),
         "cache": cache_problem,
+        "npu": lambda: npu_problem(voices),
     }
     return replace(assets, clips=clips, problems=problems)
 
@@ -297,10 +321,11 @@ def _load_files(
     config: Config, text: TextOptions, loading: Loading, previous: Assets | None
 ) -> tuple[dict[str, Voice], dict[str, str]]:
     """The .onnx degrade_to variants, and why each that did not load failed (on reload: raises)."""
-    todo = file_variants(config)
+    # A .onnx variant runs on the CPU: NPU models are converted from one voice file, the voice's own.
+    todo = {key: replace(settings, accelerator="cpu") for key, settings in file_variants(config).items()}
     files: dict[str, Voice] = {}
     if previous is not None and _same_text(previous.config, config):
-        old = file_variants(previous.config)
+        old = {k: replace(v, accelerator="cpu") for k, v in file_variants(previous.config).items()}
         files = {k: v for k, v in previous.variants.items() if k in todo and old.get(k) == todo[k]}
     errors: dict[str, str] = {}
     for key, settings in todo.items():
@@ -408,4 +433,5 @@ __all__ = [
     "load_voices",
     "measure_voice",
     "memory_problem",
+    "npu_problem",
 ]

@@ -9,7 +9,7 @@ at the end of the loop's turn, however many reports came in that turn.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from edgetts import __version__
@@ -17,6 +17,10 @@ from edgetts.daemon.status import Degraded, Status
 from edgetts.runtime.clock import clock_health
 from edgetts.runtime.memlock import read_vmlck
 from edgetts.vocabulary import DegradedWhat
+
+Problem = str | None | Callable[[], str | None]
+"""A `degraded` entry as the assets decide it: the reason, None when fine, or what tells the reason
+whenever a status is made (something that can fail while the daemon runs: a voice's NPU)."""
 
 _PLAYED = frozenset({"started", "finished", "failed", "cancelled", "preempted", "fallback"})
 """Events of an announcement whose turn came (not `queued`, `rejected` or `expired`)."""
@@ -33,6 +37,7 @@ class Health:
         self._groups = groups
         """The device's groups, as it started (a device change needs a restart)."""
         self._last: dict[str, Any] | None = None
+        self._watched: dict[str, Callable[[], str | None]] = {}
 
     def note_event(self, ident: str, event: str, ts: float) -> None:
         """An announcement's event: the status's `last` (what played last, and how it ended)."""
@@ -47,14 +52,29 @@ class Health:
         self._degraded.pop(what, None)
         self._changed = True
 
-    def apply_problems(self, problems: Mapping[str, str | None]) -> None:
+    def apply_problems(self, problems: Mapping[str, Problem]) -> None:
         """The assets' problems by what they concern: each set with its reason, or cleared where the
-        assets found none (None), so a reload that mended something clears it."""
+        assets found none (None), so a reload that mended something clears it.  One given as a callable
+        is asked now and again at every turn of the loop and every status (until the next assets)."""
         for what, reason in problems.items():
+            if callable(reason):
+                self._watched[what] = reason
+                reason = reason()
+            else:
+                self._watched.pop(what, None)
             if reason is None:
                 self.clear(what)
             else:
                 self.set(what, reason)
+
+    def _poll(self) -> None:
+        for what, source in self._watched.items():
+            reason = source()
+            if reason != self._degraded.get(what):
+                if reason is None:
+                    self.clear(what)
+                else:
+                    self.set(what, reason)
 
     def get(self, what: str) -> str | None:
         return self._degraded.get(what)
@@ -63,8 +83,15 @@ class Health:
         return what in self._degraded
 
     def snapshot(self) -> dict[str, str]:
-        """A copy of the map (for other threads: tests, tools)."""
-        return dict(self._degraded)
+        """A copy of the map (for other threads: tests, tools), watched problems as they are now."""
+        current = dict(self._degraded)
+        for what, source in list(self._watched.items()):
+            reason = source()
+            if reason is None:
+                current.pop(what, None)
+            else:
+                current[what] = reason
+        return current
 
     def count_underruns(self, underruns: int, gap_ms: float) -> None:
         """A job's underruns (the player's report) into the status's totals since start."""
@@ -79,6 +106,7 @@ class Health:
 
     def take_changed(self) -> bool:
         """Whether the status must be published again; clears the flag."""
+        self._poll()
         changed, self._changed = self._changed, False
         return changed
 
@@ -94,6 +122,7 @@ class Health:
         speed: dict[str, Any] | None = None,
     ) -> Status:
         """The retained status as of now."""
+        self._poll()
         return Status(
             state=state,  # type: ignore[arg-type]
             version=__version__,

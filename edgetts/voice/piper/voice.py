@@ -89,6 +89,9 @@ class PiperVoice:
         """What this voice's runs cost on this machine, learned as they run (issue 14)."""
         workers = self.streaming.workers if self.streaming is not None else 1
         self._workers = WindowWorkers(self.decode, workers) if workers > 1 else None
+        self.accelerator: Any = None
+        """What runs the flow's and decoder's windows besides the CPU (edgetts.voice.accel.npu.Npu: its
+        ``problem`` says why it is not in use), None: the CPU alone."""
 
     @staticmethod
     def load(
@@ -205,7 +208,9 @@ class PiperVoice:
             kind, size = ("front" if self.split is not None else "whole"), feeds["input"].shape[-1]
         else:
             kind, size = ("flow" if session is self._flow else "tail"), max(v.shape[-1] for v in feeds.values())
-        self.speed.record(kind, int(size), time.perf_counter() - started)
+        counts = getattr(session, "counts", None)  # an accelerator's: its CPU run of a shape it lacks is not its speed
+        if counts is None or counts(int(size)):
+            self.speed.record(kind, int(size), time.perf_counter() - started)
         return result
 
     def interrupt(self) -> bool:
@@ -239,6 +244,14 @@ class PiperVoice:
         if self._flow is None:
             return None
         return lambda feeds: self._run(self._flow, feeds)[0]
+
+    def accelerate(self, wrap: Callable[[str, Any], Any]) -> None:
+        """Split voices: ``wrap(part, session)`` is what runs the ``flow`` and ``tail`` windows from now on,
+        the CPU ``session`` behind it for what it cannot run (an NPU, edgetts.voice.accel.npu)."""
+        assert self.split is not None
+        if self._flow is not None:
+            self._flow = wrap("flow", self._flow)
+        self._tail = wrap("tail", self._tail)
 
     def decode(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         """Split voices: raw audio of (a window of) the decoder's inputs."""
