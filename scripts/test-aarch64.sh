@@ -23,7 +23,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 renice -n 10 $$ >/dev/null  # emulated work shares the machine's cores: everything below inherits it
 export QEMU_CPU=${EDGETTS_QEMU_CPU:-cortex-a76}
 cache=${EDGETTS_AARCH64_CACHE:-/var/cache/edgetts}
-suite=bookworm
 
 # The tests run inside, chosen for what differs on ARM and cheap enough that a run stays near
 # 30 minutes cold (emulation is 60-120x slower than this machine).  Node ids from the checkout.
@@ -53,6 +52,9 @@ AARCH64_TESTS=(
   tests/voice/test_seeded_noise.py::test_what_the_transform_cannot_seed_is_refused_clearly
   # streaming with fast start: the graph split made and checked on aarch64 kernels (~10 min emulated)
   tests/voice/test_streaming.py::test_fast_start_speaks_before_the_whole_sentence_is_encoded
+  # voice.accelerator: npu with the board's runtime (rknn-toolkit-lite2) and no NPU: the daemon starts,
+  # says `degraded: npu` in the runtime's own words, and speaks on the CPU (issue 41)
+  tests/voice/test_npu.py::test_the_daemon_reports_degraded_npu_with_the_runtime_s_reason_and_speaks_on_the_cpu
 )
 # EDGETTS_AARCH64_FULL=1 adds these: each costs minutes to tens of minutes emulated (a graph
 # split alone is ~10 s here, 10-20 min emulated), too slow for a routine run.
@@ -85,26 +87,12 @@ report_timings() {
   printf '  %5ds  total\n' "$SECONDS" >&2
 }
 
-# -- mounts, undone by the trap -------------------------------------------------------
-declare -a mounted=()
-binfmt_mounted=0
-track_mount() { mounted+=("$1"); }
-kill_chroot_procs() {  # processes the chroot's tests left (a broker, a daemon): by pid, ours only
-  local root=$1 pid link
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    link=$(readlink "/proc/$pid/root" 2>/dev/null) || continue
-    [[ "$link" == "$root" ]] && kill -9 "$pid" 2>/dev/null || true
-  done
-}
+# The chroot's mounts, debootstrap, qemu and the cached arm64 root: shared with scripts/build-deb.sh.
+source "$here/scripts/chroot-lib.sh"
 cleanup() {
-  local rc=$? i
+  local rc=$?
   set +e
-  [[ -n "${active_root:-}" ]] && kill_chroot_procs "$active_root"
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    umount "${mounted[$i]}" 2>/dev/null || umount -l "${mounted[$i]}" 2>/dev/null || log "could not unmount ${mounted[$i]}"
-  done
-  mounted=()
-  if ((binfmt_mounted)); then umount /proc/sys/fs/binfmt_misc 2>/dev/null; fi
+  chroot_cleanup
   report_timings
   ((rc == 0)) || log "FAILED (exit $rc)"
   exit $rc
@@ -112,161 +100,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-host_setup() {
-  local need=() p
-  for p in qemu-user-static binfmt-support debootstrap; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-  done
-  if ((${#need[@]})); then
-    log "apt-get install ${need[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  fi
-  # Containers often have binfmt_misc unmounted: without it the kernel cannot run arm64 binaries.
-  if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
-    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-    binfmt_mounted=1
-  fi
-  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
-  grep -q enabled /proc/sys/fs/binfmt_misc/qemu-aarch64 || die "binfmt qemu-aarch64 not enabled"
-}
-
-mirror() {  # the host's Debian mirror (deb822 or one-line sources), else deb.debian.org
-  local uri
-  uri=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | grep -v security | head -1)
-  [[ -n "$uri" ]] || uri=$(grep -hsE '^deb ' /etc/apt/sources.list | awk '{print $2}' | grep -v security | head -1)
-  echo "${uri:-http://deb.debian.org/debian}"
-}
-
-# onnxruntime's cpuinfo library crashes on the host's x86 /proc/cpuinfo, which qemu-user
-# passes through: the chroot sees what the board's kernel would show instead.
-fake_cpuinfo() {
-  local n i features part variant revision
-  n=$(nproc)
-  case "$QEMU_CPU" in
-    cortex-a72) part=0xd08 variant=0x0 revision=3
-      features="fp asimd evtstrm crc32 cpuid" ;;
-    cortex-a76) part=0xd0b variant=0x4 revision=1
-      features="fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp" ;;
-    *) die "EDGETTS_QEMU_CPU: cortex-a72 or cortex-a76, not $QEMU_CPU" ;;
-  esac
-  for ((i = 0; i < n; i++)); do
-    printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: %s\nCPU implementer\t: 0x41\n' "$i" "$features"
-    printf 'CPU architecture: 8\nCPU variant\t: %s\nCPU part\t: %s\nCPU revision\t: %s\n\n' "$variant" "$part" "$revision"
-  done
-}
-
-mount_chroot() {  # root workdir
-  local root=$1 work=$2
-  mount -t proc proc "$root/proc"; track_mount "$root/proc"
-  fake_cpuinfo > "$work/cpuinfo"
-  mount --bind "$work/cpuinfo" "$root/proc/cpuinfo"; track_mount "$root/proc/cpuinfo"
-  mount --bind /sys "$root/sys"; track_mount "$root/sys"
-  mount -o remount,bind,ro "$root/sys" 2>/dev/null || true
-  mount --bind /dev "$root/dev"; track_mount "$root/dev"
-  mount --bind /dev/pts "$root/dev/pts"; track_mount "$root/dev/pts"
-  mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"; track_mount "$root/dev/shm"
-  mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"; track_mount "$root/tmp"
-  mkdir -p "$cache/aarch64-downloads/apt" "$cache/aarch64-downloads/pip" "$root/root/.cache/pip"
-  # downloads survive a rebuild of the chroot (a new key): apt's .debs and pip's wheels
-  mount --bind "$cache/aarch64-downloads/apt" "$root/var/cache/apt/archives"; track_mount "$root/var/cache/apt/archives"
-  mount --bind "$cache/aarch64-downloads/pip" "$root/root/.cache/pip"; track_mount "$root/root/.cache/pip"
-  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-  active_root=$root
-}
-
-unmount_chroot() {
-  local i
-  kill_chroot_procs "$active_root"
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || umount -l "${mounted[$i]}"; done
-  mounted=()
-  active_root=""
-}
-
-# in_chroot ROOT CMD...: a clean environment (no host pip/python variables leak in)
-in_chroot() {
-  local root=$1; shift
-  chroot "$root" /usr/bin/env -i PATH=/opt/edgetts/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
-    HOME=/root LANG=C.UTF-8 QEMU_CPU="$QEMU_CPU" ORT_DISABLE_TELEMETRY=1 \
-    PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    DEBIAN_FRONTEND=noninteractive "$@"
-}
-
-copy_checkout() {  # the checkout's files (tracked and new, not ignored ones) into ROOT/src/edgetts
-  local root=$1
-  rm -rf "$root/src/edgetts"
-  mkdir -p "$root/src/edgetts"
-  if git -C "$here" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    (cd "$here" && git ls-files -z -co --exclude-standard \
-      | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$root/src/edgetts" -xf -
-  else
-    tar -C "$here" --exclude='./.venv*' --exclude='./.git' -cf - . | tar -C "$root/src/edgetts" -xf -
-  fi
-}
-
-test_pins() {  # the suite's pinned test packages the chosen tests need (not the x86-only peers)
-  grep -E '^(pytest|hypothesis|piper-tts)([<>=!~ ]|$)' "$here/requirements-test.txt"
-}
-
-# -- the cached chroot ----------------------------------------------------------------
-# Its key covers what decides its contents: the functions that build it, the install
-# scripts and the package lists.  (Not the tests or the emulated CPU: either reuses it.)
-cache_key() {
-  {
-    declare -f build_root in_chroot test_pins
-    echo "$suite"
-    cat "$here/scripts/install.sh" "$here/scripts/system-deps.sh" "$here/pyproject.toml"
-    test_pins
-  } | sha256sum | cut -c1-16
-}
-
-build_root() {  # DIR: debootstrap an arm64 Debian 12 and install edgetts' dependencies in it
-  local dir=$1 root=$1/root.partial
-  rm -rf "$root"
-  mkdir -p "$root"
-  debootstrap --arch=arm64 --foreign --variant=minbase --include=ca-certificates,python3 \
-    "$suite" "$root" "$(mirror)" >"$dir/debootstrap.log" 2>&1 || { tail -20 "$dir/debootstrap.log" >&2; return 1; }
-  cp /usr/bin/qemu-aarch64-static "$root/usr/bin/"
-  chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin QEMU_CPU="$QEMU_CPU" \
-    /debootstrap/debootstrap --second-stage >>"$dir/debootstrap.log" 2>&1 || { tail -20 "$dir/debootstrap.log" >&2; return 1; }
-  # The host may reach the network through a TLS-inspecting proxy: trust what the host trusts.
-  if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
-    cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
-  fi
-  mount_chroot "$root" "$dir"
-  in_chroot "$root" update-ca-certificates >/dev/null
-  copy_checkout "$root"
-  # What a board runs: apt packages and the venv with edgetts[daemon] (no systemd in a chroot)
-  in_chroot "$root" /usr/bin/env EDGETTS_NO_SERVICE=1 bash /src/edgetts/scripts/install.sh
-  test_pins > "$root/tmp/test-pins.txt"
-  in_chroot "$root" /opt/edgetts/venv/bin/pip install -q -r /tmp/test-pins.txt
-  unmount_chroot
-}
-
 main() {
-  local key dir root started
+  local dir root
   stage "host: qemu-user-static, binfmt"
-  host_setup
+  chroot_host_setup arm64
   stage_done "host setup"
-  key=$(cache_key)
-  dir=$cache/aarch64-$key
-  root=$dir/root
-  mkdir -p "$dir"
-  exec 9>"$cache/aarch64.lock"
-  flock 9
-  if [[ -f "$dir/stamp" && -d "$root" ]]; then
-    log "reusing the chroot $root (key $key)"
-  else
-    stage "building the arm64 Debian 12 chroot (key $key): debootstrap, apt, pip"
-    build_root "$dir"
-    mv "$dir/root.partial" "$root"
-    echo "$key" > "$dir/stamp"
-    # earlier chroots (another key) are dead weight now
-    for old in "$cache"/aarch64-*/stamp; do
-      [[ "$(dirname "$old")" == "$dir" ]] || rm -rf "$(dirname "$old")"
-    done
-      stage_done "chroot build (cold)"
-  fi
+  stage "the arm64 Debian 12 chroot"
+  aarch64_chroot
+  dir=$AARCH64_DIR
+  root=$AARCH64_ROOT
+  stage_done "arm64 chroot (built only when its key changed)"
   mount_chroot "$root" "$dir"
   stage "install.sh from the checkout"
   copy_checkout "$root"
@@ -285,6 +128,12 @@ main() {
   stage "seeded synthesis: aarch64 against this host"
   compare_seeded "$root"
   stage_done "seeded comparison"
+  stage "the static int8 variant on aarch64: its int8 kernels and the quality gate"
+  quant_check "$root"
+  stage_done "int8 check"
+  stage "rknn-toolkit-lite2 (the NPU's runtime) into the venv"
+  npu_runtime "$root"
+  stage_done "NPU runtime"
   run_tests "$root"
 }
 
@@ -398,6 +247,27 @@ compare_seeded() {  # the same seeded sentences on both: sample counts, max and 
   cp "$root/tmp/seeded-arm.npz" "$work/"
   PYTHONPATH=$here "$py" -m tools.seeded_pcm compare "$work/seeded-x86.npz" "$work/seeded-arm.npz" \
     --json "$dir/seeded-comparison.json" >&2
+}
+
+quant_check() {  # the static int8 variant (made here with ARM's int8 activations) profiled and spoken there
+  local root=$1 py work=$dir/quant
+  py=$(host_python)
+  rm -rf "$work" && mkdir -p "$work" "$root/tmp/quant"
+  (cd "$work" && PYTHONPATH=$here ORT_DISABLE_TELEMETRY=1 EDGETTS_CACHE_DIR= \
+    "$py" -m edgetts.cli quantize --static --activations int8 -o joe-static.onnx 2>quantize.log >/dev/null) \
+    || die "quantize --static: $(tail -1 "$work/quantize.log")"
+  cp "$work/joe-static.onnx" "$work/joe-static.onnx.json" "$root/tmp/quant/"
+  in_chroot "$root" /bin/sh -c 'cd /src/edgetts && python -m tools.quant_arm speak /tmp/quant/arm.npz \
+    --variant /tmp/quant/joe-static.onnx' >&2
+  cp "$root/tmp/quant/arm.npz" "$work/"
+  PYTHONPATH=$here "$py" -m tools.quant_arm judge "$work/arm.npz" --json "$dir/quant-aarch64.json" >&2 \
+    || die "the int8 variant on aarch64: int8 kernels not run or the gate failed ($dir/quant-aarch64.json)"
+}
+
+npu_runtime() {  # what a board adds for its NPU (docs/npu.md): the runtime's wheel, here without a driver
+  local root=$1
+  in_chroot "$root" /opt/edgetts/venv/bin/pip install -q "rknn-toolkit-lite2==2.5.0" >&2
+  in_chroot "$root" /opt/edgetts/venv/bin/python -c "import rknnlite.api" >&2
 }
 
 run_tests() {

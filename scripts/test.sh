@@ -5,7 +5,7 @@
 # The tests start their own mosquitto on 127.0.0.1 and their own ALSA capture
 # config; nothing outside the repo is left running.
 #
-#   scripts/test.sh [--ha] [--aarch64] [--rknn] [pytest args...]
+#   scripts/test.sh [--ha] [--aarch64] [--deb] [--rknn] [pytest args...]
 #
 # Without pytest args it runs the default tier on every core (EDGETTS_TEST_WORKERS, default
 # auto), then the realtime tier alone; with them, one plain pytest run of what they select.
@@ -15,6 +15,8 @@
 # ~2.5 GB, then cached in /var/cache/edgetts; needs root).
 # --aarch64: afterwards, install and test on aarch64 under emulation as well
 # (scripts/test-aarch64.sh: an arm64 chroot, ~25 min the first time, then cached).
+# --deb: afterwards, build the Debian packages for amd64 and arm64 and test them installed into
+# fresh Debian 12 roots and a booted systemd container (scripts/test-deb.sh; needs root).
 # --rknn also runs tests/voice/test_npu_sim.py: the voice converted by Rockchip's rknn-toolkit2 and
 # run in its x86 simulator behind the NPU adapter (scripts/rknn-venv.sh: the converter's own venv,
 # built once, ~5.5 GB with torch's CUDA libraries from PyPI, then cached in /var/cache/edgetts;
@@ -22,10 +24,12 @@
 set -euo pipefail
 ha=0
 aarch64=0
+deb=0
 rknn=0
-while [[ "${1:-}" == "--ha" || "${1:-}" == "--aarch64" || "${1:-}" == "--rknn" ]]; do
+while [[ "${1:-}" == "--ha" || "${1:-}" == "--aarch64" || "${1:-}" == "--deb" || "${1:-}" == "--rknn" ]]; do
   [[ "$1" == "--ha" ]] && ha=1
   [[ "$1" == "--aarch64" ]] && aarch64=1
+  [[ "$1" == "--deb" ]] && deb=1
   [[ "$1" == "--rknn" ]] && rknn=1
   shift
 done
@@ -53,8 +57,8 @@ fi
 set +e
 if (($# == 0)); then
   # The whole suite in two tiers: the default tier's verdicts do not depend on how busy the machine
-  # is, so it runs on every core at once (pytest-xdist, a test file per worker so its module
-  # fixtures are made once); the realtime tier measures real time, so it runs alone afterwards.
+  # is, so it runs on every core at once (pytest-xdist; worksteal keeps both cores busy to the end
+  # when a few files hold the long tests); the realtime tier measures real time, so it runs alone.
   "$venv/bin/python" -m pytest -n "${EDGETTS_TEST_WORKERS:-auto}" --dist worksteal -m "not realtime" --durations=25
   rc=$?
   "$venv/bin/python" -m pytest -m realtime --durations=25
@@ -68,6 +72,11 @@ if ((aarch64)); then
   EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-aarch64.sh
   arm_rc=$?
   ((rc != 0)) || rc=$arm_rc
+fi
+if ((deb)); then
+  EDGETTS_HOST_PYTHON=${EDGETTS_HOST_PYTHON:-$venv/bin/python} bash scripts/test-deb.sh
+  deb_rc=$?
+  ((rc != 0)) || rc=$deb_rc
 fi
 set -e
 exit $rc
