@@ -56,8 +56,13 @@ def test_an_occurrence_rendered_ahead_plays_at_its_second_and_says_schedule(
 ) -> None:
     at = soon(8.0)
     name = ident("closing", at)
+    # Beside it, an entry whose clip is not in the library at its time: refused as any announcement
+    # naming an unknown clip is, with its schedule id, and nothing else is disturbed.
+    hms = datetime.fromtimestamp(at, timezone.utc).strftime("%H:%M:%S")
+    missing = f'    - id: gong\n      at: "{hms}"\n      timezone: UTC\n      clip: no_such_clip\n'
     rig = daemon_rig(
-        queue_extra=f"state_dir: {tmp_path / 'state'}", extra=schedule_yaml(tmp_path, entry_yaml("closing", at, TEXT))
+        queue_extra=f"state_dir: {tmp_path / 'state'}",
+        extra=schedule_yaml(tmp_path, entry_yaml("closing", at, TEXT) + missing),
     )
     status = rig.probe.wait_status(lambda s: s["state"] == "online" and s.get("schedule") is not None, 10)
     assert status["schedule"]["id"] == "closing" and status["schedule"]["at"] == at
@@ -71,6 +76,9 @@ def test_an_occurrence_rendered_ahead_plays_at_its_second_and_says_schedule(
         ("finished", "closing"),
     ]
     assert started["cached"] is True and isinstance(started["sync_error_ms"], float), started
+    refused = events_of(rig, ident("gong", at))
+    assert [(e["event"], e.get("schedule")) for e in refused] == [("rejected", "gong")], refused
+    assert "unknown clip 'no_such_clip'" in refused[0]["reason"]
     assert rig.voice.calls.count(TEXT) == 1
     config = rig.voice.configs[rig.voice.calls.index(TEXT)]
     assert config is not None and config.seed == seed_for(name)
