@@ -12,7 +12,21 @@ from __future__ import annotations
 import logging
 import re
 
-from edgetts.text.normalize import abbreviations, addresses, cleanup, codes, dates, money, numbers, times, units
+from edgetts.text.normalize import (
+    abbreviations,
+    addresses,
+    cleanup,
+    codes,
+    dates,
+    money,
+    numbers,
+    ranges,
+    roman,
+    signage,
+    times,
+    units,
+    weekdays,
+)
 from edgetts.text.normalize.options import NormalizeOptions
 from edgetts.text.normalize.rules import Rule
 
@@ -33,14 +47,6 @@ def _ordinal(m: re.Match[str], options: NormalizeOptions) -> str:
     return numbers.ordinal_str(m["n"].replace(",", ""), options.hundred_and)
 
 
-_RANGE = Rule(
-    "range",
-    re.compile(
-        r"(?:(?<=[0-9])|(?<=[0-9][AaPp][Mm])|(?<=[0-9] [AaPp][Mm])|(?<=[0-9][AaPp]\.[Mm]\.)"
-        r"|(?<=[0-9] [AaPp]\.[Mm]\.))\s?[-–]\s?(?=[£$€]?[0-9])"
-    ),
-    lambda m, o: " to ",
-)
 _ORDINAL = Rule(
     "ordinal",
     re.compile(
@@ -55,12 +61,24 @@ _NUMBER = Rule(
     _number,
 )
 
+_WORD_RULES: tuple[Rule, ...] = (
+    *roman.RULES,
+    *abbreviations.RULES,
+    *weekdays.RULES,
+    *ranges.WORD_RULES,
+    *signage.WORD_RULES,
+)
+"""Rules that need no digit: before the numbers, so "Mon 9-5" and "Max 3" are read as words first."""
+
 _NUMERIC_RULES: tuple[Rule, ...] = (
+    *ranges.EARLY_RULES,
+    *signage.DIMENSION_RULES,
     *codes.PHONE_RULES,
     *dates.NUMERIC_RULES,
-    _RANGE,
+    *ranges.RULES,
     *times.RULES,
     *money.RULES,
+    *signage.QUANTITY_RULES,
     *units.RULES,
     *dates.WORD_RULES,
     _ORDINAL,
@@ -76,7 +94,7 @@ def normalize(text: str, options: NormalizeOptions | None = None) -> str:
     if "@" in text or "#" in text or "." in text:  # addresses first: no later rule sees their dots
         for rule in addresses.RULES:
             text = rule.apply(text, options)
-    for rule in abbreviations.RULES:
+    for rule in _WORD_RULES:
         text = rule.apply(text, options)
     if _HAS_DIGIT.search(text):
         for rule in _NUMERIC_RULES:

@@ -1,4 +1,4 @@
-"""Abbreviations: titles (Dr., Mr.), street words (St., Rd.), Latin (e.g., etc.), months, days.
+"""Abbreviations: titles (Dr., Mr.), street words (St., Rd.), Latin (e.g., etc.), months (days: weekdays.py).
 
 espeak-ng ends a sentence at "Dr." and "St."; expanding them here keeps "St. Pancras"
 one phrase. "St"/"Dr" are Saint/Doctor before a name and Street/Drive after one.
@@ -10,9 +10,30 @@ import re
 from collections.abc import Iterable
 
 from edgetts.text.normalize.options import NormalizeOptions
-from edgetts.text.normalize.rules import Rule, sentence_dot
+from edgetts.text.normalize.rules import Rule, sentence_dot, spell
 
-_TITLES = {"Mr": "Mister", "Mrs": "Missus", "Ms": "Miz", "Prof": "Professor", "Mt": "Mount"}
+# Titles before a name, with or without their dot; in capitals too where the capitals are no other
+# word ("MR A SHAH"; "MS" is also Microsoft, "COL" a pass, "GEN" a generation).
+_TITLES = {
+    "Mr": "Mister",
+    "Mrs": "Missus",
+    "Ms": "Miz",
+    "Prof": "Professor",
+    "Mt": "Mount",
+    "Rev": "Reverend",
+    "Revd": "Reverend",
+    "Capt": "Captain",
+    "Sgt": "Sergeant",
+    "Lt": "Lieutenant",
+    "Col": "Colonel",
+    "Gen": "General",
+    "Hon": "Honorable",
+    "Rt": "Right",
+    "Cllr": "Councillor",
+    "Insp": "Inspector",
+    "Supt": "Superintendent",
+}
+_CAPITAL_TITLES = ("MR", "MRS", "PROF", "REV", "CAPT", "SGT", "CLLR")
 _PLACES = {
     "Rd": "Road",
     "Ave": "Avenue",
@@ -21,7 +42,28 @@ _PLACES = {
     "Blvd": "Boulevard",
     "Cres": "Crescent",
     "Stn": "Station",
+    "Sta": "Station",
+    "Pl": "Place",
+    "Ct": "Court",
+    "Hwy": "Highway",
+    "Pkwy": "Parkway",
+    "Terr": "Terrace",
+    "Ter": "Terrace",
+    "Ctr": "Center",
+    "Gdns": "Gardens",
+    "Pde": "Parade",
 }
+# Before a number these are a road or a platform whatever comes before them ("take Hwy 9").
+_BEFORE_NUMBER = {"Hwy": "Highway", "Rte": "Route", "Plat": "Platform", "Pfm": "Platform", "Vol": "Volume"}
+# "Church St Station", "High St Kensington": St between a street's name and a place is Street.
+_STREET_NAMES = frozenset(
+    "High Main Church Market Station Mill Bridge Castle Broad Front Back Water Chapel School King "
+    "Queen North South East West New Old Park Green".split()
+)
+_AFTER_STREET = frozenset(
+    "Station Stn Entrance Exit Stop Market Bridge Junction Underground Tube Metro Subway Depot "
+    "Interchange Approach Car Bus Shopping Post Police Library".split()
+)
 _AMBIGUOUS = {"St": ("Saint", "Street"), "Dr": ("Doctor", "Drive")}
 # (expansion, may the dot also end the sentence?)
 _DOTTED: dict[str, tuple[str, bool]] = {
@@ -54,18 +96,6 @@ _MONTHS = {
     "Nov": "November",
     "Dec": "December",
 }
-_DAYS = {
-    "Mon": "Monday",
-    "Tue": "Tuesday",
-    "Tues": "Tuesday",
-    "Wed": "Wednesday",
-    "Thu": "Thursday",
-    "Thur": "Thursday",
-    "Thurs": "Thursday",
-    "Fri": "Friday",
-    "Sat": "Saturday",
-    "Sun": "Sunday",
-}
 # Words that start a new sentence after "Baker St." rather than continue a name.
 _SENTENCE_STARTERS = frozenset(
     "The This That These Those There Please We You It He She They I A An All Our Your "
@@ -73,6 +103,7 @@ _SENTENCE_STARTERS = frozenset(
 )
 _PREV_WORD = re.compile(r"(?:^|(?P<lead>[.!?:;]\s*)|\s)(?P<w>[A-Za-z][\w'-]*)\s+$")
 _NEXT_WORD = re.compile(r"\s+(?P<w>[A-Za-z][\w'-]*)")
+_ORDINAL_BEFORE = re.compile(r"(?<![0-9])[0-9]+(?:st|nd|rd|th)\s+$")
 
 
 def _alternation(words: Iterable[str]) -> str:
@@ -95,7 +126,8 @@ def _ambiguous(m: re.Match[str], options: NormalizeOptions) -> str:
     title, place = _AMBIGUOUS[m["ab"].capitalize()]
     nxt = _NEXT_WORD.match(m.string, m.end())
     if nxt and nxt["w"][0].isupper() and nxt["w"] not in _SENTENCE_STARTERS:
-        return title
+        if title != "Saint" or not _street_between(m, nxt["w"]):
+            return title
     # "St" is far more often a street than "Dr" a drive: only a mid-sentence name makes a Drive.
     at_end = nxt is None and not m.string[m.end() :].strip(" ,;:.!?")
     if _capitalised_before(m, first_word_counts=title == "Saint" or at_end):
@@ -103,12 +135,29 @@ def _ambiguous(m: re.Match[str], options: NormalizeOptions) -> str:
     return (title if title == "Doctor" else place) + sentence_dot(m)
 
 
+def _street_between(m: re.Match[str], following: str) -> bool:
+    """ "Church St Station", "High St Kensington": a street's name before St and a place or a
+    known street name around it. "London St Pancras" stays Saint."""
+    prev = _PREV_WORD.search(m.string, max(0, m.start() - 80), m.start())
+    if prev is None or not prev["w"][0].isupper():
+        return False
+    return prev["w"] in _STREET_NAMES or (following in _AFTER_STREET and prev["w"] not in _SENTENCE_STARTERS)
+
+
 def _title(m: re.Match[str], options: NormalizeOptions) -> str:
-    return _TITLES[m["ab"]]
+    key = m["ab"].capitalize() if m["ab"].isupper() and len(m["ab"]) > 1 else m["ab"]
+    rest = m.string[m.end() :]
+    if key == "Gen" and re.match(r"\s+[XYZ](?![A-Za-z])", rest):
+        return m.group(0)  # "Gen Z" is a generation
+    if key == "Rt" and not re.match(r"\s+Hon", rest):
+        return m.group(0)
+    # "Mr A Shah": after a title a lone A is an initial, not the article.
+    return _TITLES[key] + (" " + spell("A", options) if m["initial"] else "")
 
 
 def _place(m: re.Match[str], options: NormalizeOptions) -> str:
-    if not _capitalised_before(m, first_word_counts=True):
+    ordinal_before = _ORDINAL_BEFORE.search(m.string, max(0, m.start() - 12), m.start())
+    if not ordinal_before and not _capitalised_before(m, first_word_counts=True):
         return m.group(0)
     return _PLACES[m["ab"]] + sentence_dot(m)
 
@@ -125,15 +174,6 @@ def _month(m: re.Match[str], options: NormalizeOptions) -> str:
     return _MONTHS[m["ab"]] + sentence_dot(m)
 
 
-def _day_range(m: re.Match[str], options: NormalizeOptions) -> str:
-    return f"{_DAYS[m['a']]} to {_DAYS[m['b']]}" + sentence_dot(m)
-
-
-def _day(m: re.Match[str], options: NormalizeOptions) -> str:
-    return _DAYS[m["ab"] or m["sun"] or m["sun_end"]] + sentence_dot(m)
-
-
-_DAY_ALT = _alternation(_DAYS)
 _DOTTED_ALT = _alternation(_DOTTED)
 _E = r"(?![A-Za-z0-9])"
 
@@ -144,10 +184,20 @@ RULES = (
         lambda m, o: "numbers " if (m["ab"] or "").lower() == "nos" else "number ",
     ),
     Rule("ambiguous", re.compile(r"(?<![A-Za-z])(?P<ab>St|Dr|ST|DR)(?:\.|" + _E + ")"), _ambiguous),
+    # A title before a name, or before "and Mrs ..." ("Mr & Mrs Patel", "Mr and Mrs Hughes").
     Rule(
         "title",
-        re.compile(r"(?<![A-Za-z])(?P<ab>" + _alternation(_TITLES) + r")\.?(?=\s+[A-Z])"),
+        re.compile(
+            r"(?<![A-Za-z])(?P<ab>" + _alternation([*_TITLES, *_CAPITAL_TITLES]) + r")\.?"
+            r"(?=\s+(?:[A-Z]|(?:&|and)\s+(?:Mrs?|Ms|Dr|MRS?)\b))"
+            r"(?:\s+(?P<initial>A)\.?(?=\s+[A-Z]))?"
+        ),
         _title,
+    ),
+    Rule(
+        "before_number",
+        re.compile(r"(?<![A-Za-z])(?P<ab>" + _alternation(_BEFORE_NUMBER) + r")\.?(?=\s?[0-9])"),
+        lambda m, o: _BEFORE_NUMBER[m["ab"]] + " ",
     ),
     Rule(
         "place",
@@ -160,19 +210,4 @@ RULES = (
         _dotted,
     ),
     Rule("month", re.compile(r"(?<![A-Za-z])(?P<ab>" + _alternation(_MONTHS) + r")\."), _month),
-    Rule(
-        "day_range",
-        re.compile(r"(?<![A-Za-z])(?P<a>" + _DAY_ALT + r")\.?\s?[-–]\s?(?P<b>" + _DAY_ALT + r")(?:\.|" + _E + ")"),
-        _day_range,
-    ),
-    # "Sun." is also the star and the newspaper: only a day when a date or list follows.
-    Rule(
-        "day",
-        re.compile(
-            r"(?<![A-Za-z])(?:(?P<ab>" + _alternation(set(_DAYS) - {"Sun"}) + r")\.|"
-            r"(?P<sun>Sun)\.(?=\s*[0-9,]|\s+(?:and|or|to)\b)"
-            r"|(?:(?<=Sat\. and )|(?<=Saturday and )|(?<=Sat\. & ))(?P<sun_end>Sun)\.)"
-        ),
-        _day,
-    ),
 )

@@ -35,6 +35,15 @@ _PUNCT_STRENGTH = "?!.;:,"
 _LEADING_PUNCT = re.compile(r"^[\s.,?!:;]+")
 
 
+# "2½ hrs": NFKC would make it "21/2"; a whole number and a vulgar fraction are said "two and a half".
+_MIXED_FRACTION = re.compile(r"(?<=[0-9])\s?([½¼¾])")
+_FRACTION_WORDS = {"½": " and a half", "¼": " and a quarter", "¾": " and three quarters"}
+
+
+def _mixed_fraction(m: re.Match[str]) -> str:
+    return _FRACTION_WORDS[m.group(1)]
+
+
 def sanitize(text: str) -> str:
     """Arbitrary Unicode to text that can be encoded and read: no surrogates, no controls.
 
@@ -44,6 +53,7 @@ def sanitize(text: str) -> str:
     """
     if not text.isascii():
         text = "".join(" " if unicodedata.category(c) == "Cs" else c for c in text)
+        text = _MIXED_FRACTION.sub(_mixed_fraction, text)
         text = unicodedata.normalize("NFKC", text).translate(_FOLD)
     return _CONTROL.sub(" ", text)
 

@@ -24,7 +24,7 @@ _DOLLAR = Currency("dollar", "dollars", "cent", "cents")
 _POUND = Currency("pound", "pounds", "penny", "pence")
 _EURO = Currency("euro", "euros", "cent", "cents")
 _YEN = Currency("yen", "yen", None, None)
-_CURRENCIES = {
+CURRENCIES = {
     "$": _DOLLAR,
     "USD": _DOLLAR,
     "US$": _DOLLAR,
@@ -81,7 +81,7 @@ def money_words(whole: str, frac: str | None, scale: str | None, cur: Currency, 
 
 
 def _amount(m: re.Match[str], options: NormalizeOptions) -> str:
-    words = money_words(m["int"], m["frac"], m["scale"], _CURRENCIES[m["cur"]], options)
+    words = money_words(m["int"], m["frac"], m["scale"], CURRENCIES[m["cur"]], options)
     return ("minus " if m.groupdict().get("neg") else "") + words
 
 
@@ -100,7 +100,7 @@ RULES = (
     Rule(
         "money_after",
         re.compile(_B + _NUM + _SCALE + r"\s?(?:" + _CODE + _E + r"|(?P<sym>[€£$¥]))"),
-        lambda m, o: money_words(m["int"], m["frac"], m["scale"], _CURRENCIES[m["cur"] or m["sym"]], o),
+        lambda m, o: money_words(m["int"], m["frac"], m["scale"], CURRENCIES[m["cur"] or m["sym"]], o),
     ),
     Rule("money_pence", re.compile(_B + r"(?P<int>[0-9]{1,3})\s?(?P<unit>p|¢)" + _E), _pence),
 )

@@ -27,6 +27,12 @@ _UNITS: dict[str, tuple[str, str]] = {
     "mg": ("milligram", "milligrams"),
     "lb": ("pound", "pounds"),
     "lbs": ("pound", "pounds"),
+    "t": ("tonne", "tonnes"),
+    "pc": ("piece", "pieces"),
+    "pcs": ("piece", "pieces"),
+    "sq ft": ("square foot", "square feet"),
+    "sq m": ("square meter", "square meters"),
+    "sqm": ("square meter", "square meters"),
     "oz": ("ounce", "ounces"),
     "l": ("liter", "liters"),
     "L": ("liter", "liters"),
@@ -120,7 +126,7 @@ RULES = (
     ),
     Rule(
         "unit",
-        re.compile(_B + _SIGNED + r"\s?(?P<unit>" + _UNIT_ALTERNATION + r")(?![A-Za-z0-9/])"),
+        re.compile(_B + _SIGNED + r"\s?(?P<unit>" + _UNIT_ALTERNATION + r")(?![A-Za-z0-9/-])"),
         _unit,
     ),
     # "10 s" is seconds, but only with the space: "18s" is a plural ("over 18s").
