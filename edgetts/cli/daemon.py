@@ -74,7 +74,9 @@ def _voice_model_problems(config: Config, path: str) -> list[str]:
     from edgetts.errors import VoiceError
     from edgetts.voice.catalog import resolve_voice
 
-    models: list[tuple[tuple[str, ...], str]] = [(("voice", "model"), config.voice.model)]
+    # `auto` is no model: the voices its languages name were found when the config was validated.
+    auto = config.voice.model == "auto"
+    models: list[tuple[tuple[str, ...], str]] = [] if auto else [(("voice", "model"), config.voice.model)]
     models += [(("voices", name, "model"), v.model) for name, v in config.voices.items()]
     problems = []
     for key, model in models:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgetts.config.auto_voice import auto_voices, check_languages, is_auto
 from edgetts.config.bus import DeviceSettings, MqttSettings
 from edgetts.config.duck import DuckSettings
 from edgetts.config.errors import FieldError
@@ -106,6 +107,7 @@ class Config:
                 raise FieldError(("voices", name), f"{name!r} is not a valid voice name")
             if name == self.voice.name:
                 raise FieldError(("voices", name), "same name as voice/name")
+        check_languages(self)
         self._check_degrade_to()
         for i, group in enumerate(self.sync.groups):
             if group not in self.device.groups:
@@ -142,7 +144,10 @@ class Config:
         return TextOptions(normalize_options=self.normalize, lexicon=lexicon)
 
     def all_voices(self) -> dict[str, VoiceModelSettings]:
-        """Every configured voice by name, the default one first."""
+        """Every configured voice by name, the default one first (under `voice.model: auto`, the
+        voices its languages name too: edgetts/config/auto_voice.py)."""
+        if is_auto(self):
+            return auto_voices(self)
         return {self.voice.name: self.voice, **self.voices}
 
     def voices_dir(self) -> Path:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from edgetts.config.errors import FieldError
+from edgetts.text.language_id import DEFAULT_MIN_CONFIDENCE, KNOWN_LANGUAGES
 from edgetts.vocabulary import BLOCK_FRAMES, CLIP_NAME_RE, MAX_DEADLINE_MS, NAME_RE, Priority
 
 
@@ -191,10 +192,50 @@ class VoiceSettings(VoiceModelSettings):
     name: str = "default"
     """The name announcements use to choose this voice (`"voice": "<name>"`)."""
 
+    languages: dict[str, str] = field(default_factory=dict)
+    """With `model: auto` (issue 43): language (the identifier's code: en, de, fr ...) -> the voice that
+    speaks it: a name under `voices:`, or a voice's model by name (`default`, an installed voice), loaded
+    with this section's settings (edgetts/config/auto_voice.py)."""
+
+    language_default: str | None = None
+    """With `model: auto`: the language (a key of `languages`) spoken when the identifier is unsure;
+    its voice is this section's own (`name`)."""
+
+    language_per: Literal["announcement", "sentence"] = "announcement"
+    """With `model: auto`: one language for the whole text, or one per sentence (each sentence
+    spoken by its language's voice)."""
+
+    language_min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    """With `model: auto`: the identifier's probability (0-1, over the mapped languages) below which
+    the text (or sentence) is taken to be in `language_default`."""
+
     def validate(self) -> None:
         super().validate()
         if not NAME_RE.match(self.name):
             raise FieldError(("name",), f"{self.name!r} is not a valid voice name")
+        self._validate_languages()
+
+    def _validate_languages(self) -> None:
+        auto = self.model == "auto"  # (edgetts.config.auto_voice.AUTO: that module imports this one)
+        if not auto:
+            if self.languages or self.language_default is not None:
+                key = "languages" if self.languages else "language_default"
+                raise FieldError((key,), "only with model: auto (the voice chosen by the language of the text)")
+            return
+        if not self.languages:
+            raise FieldError(("languages",), "required with model: auto (e.g. {en: default, de: de_DE-thorsten-low})")
+        for lang, voice in self.languages.items():
+            if lang not in KNOWN_LANGUAGES:
+                raise FieldError(("languages", lang), f"{lang!r} is not a language the identifier knows (en, de ...)")
+            if not voice:
+                raise FieldError(("languages", lang), "must name a voice")
+        if self.language_default is None:
+            raise FieldError(("language_default",), "required with model: auto (a key of voice/languages)")
+        if self.language_default not in self.languages:
+            known = ", ".join(self.languages)
+            raise FieldError(("language_default",), f"{self.language_default!r} is not in voice/languages ({known})")
+        if not 0.0 <= self.language_min_confidence <= 1.0:
+            raise FieldError(("language_min_confidence",), "must be 0-1")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import numpy as np
 from edgetts.audio.loudness import loudness_dbfs
 from edgetts.config import Config, VoiceModelSettings
 from edgetts.daemon.health import Problem
+from edgetts.daemon.languages import LanguageChoice, MixedPrepared, build_choice
 from edgetts.daemon.pacing.variants import Variant, file_variants, find_variant
 from edgetts.daemon.playout.clips import ClipLibrary
 from edgetts.daemon.playout.fallback import CompiledRule, compile_rules
@@ -164,6 +165,8 @@ class Assets:
     clips: ClipLibrary = field(default_factory=lambda: ClipLibrary(None, FALLBACK_RATE, None))
     cache: PhraseCache | None = None
     rules: tuple[CompiledRule, ...] = ()
+    languages: LanguageChoice | None = None
+    """With `voice.model: auto`: which voice speaks a text, by its language (edgetts.daemon.languages)."""
     problems: dict[str, Problem] = field(default_factory=dict)
     """`degraded` entries these assets decide (voice, clips, cache, npu): the reason, or None when fine,
     or what tells it at each status (edgetts.daemon.health.Problem)."""
@@ -220,8 +223,8 @@ class Assets:
     def cache_key(self, voice_name: str, text: Prepared, config: SynthesisConfig) -> str | None:
         """The phrase-cache key of ``text`` in ``voice_name``; None without a cache or the voice's digest."""
         digest = self.digest.get(voice_name)
-        if self.cache is None or digest is None:
-            return None
+        if self.cache is None or digest is None or isinstance(text, MixedPrepared):
+            return None  # (a text of several voices: one voice's digest does not key it)
         return phrase_key(self.config, voice_name, digest, text, config)
 
 
@@ -268,13 +271,24 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         rules=compile_rules((r.match, r.clip) for r in config.fallback.rules),
     )
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
+    choice, choice_problem = _language_choice(config, previous)
     problems: dict[str, Problem] = {
-        "voice": "; ".join(errors.values()) or None,
+        "voice": "; ".join([*errors.values(), *([choice_problem] if choice_problem else [])]) or None,
         "clips": _clip_problem(config, clips),
         "cache": cache_problem,
         "npu": lambda: npu_problem(voices),
     }
-    return replace(assets, clips=clips, problems=problems)
+    return replace(assets, clips=clips, languages=choice, problems=problems)
+
+
+def _language_choice(config: Config, previous: Assets | None) -> tuple[LanguageChoice | None, str | None]:
+    """`voice.model: auto`'s choice of voice; without its identifier (not installed), the default
+    voice speaks everything and `degraded: voice` says why."""
+    try:
+        return build_choice(config, previous.languages if previous is not None else None), None
+    except ImportError as exc:
+        _LOGGER.error("voice.model auto: no language identifier: %s", exc)
+        return None, f"no language identifier ({exc}): every text is spoken by voice {config.voice.name}"
 
 
 def _load_tolerant(config: Config, text: TextOptions, loading: Loading) -> tuple[dict[str, Voice], dict[str, str]]:

@@ -28,6 +28,7 @@ from edgetts.daemon.assets import Assets
 from edgetts.daemon.events import Events
 from edgetts.daemon.inbound.control import Verdict
 from edgetts.daemon.inbound.message import Inbound
+from edgetts.daemon.languages import LanguageChoice, mixed
 from edgetts.daemon.playout import sync
 from edgetts.daemon.playout.latency import HopStamps
 from edgetts.errors import UnspeakableTextError
@@ -217,7 +218,11 @@ def parse(
     named = None if ann.voice is None else assets.voice_named(ann.voice)
     if named is not None and named != ann.voice:  # an installed voice's name: the configured voice speaking with it
         ann = replace(ann, voice=named)
-    text = None if ann.text is None else prepared(ann.text, assets, ann.voice or assets.config.voice.name)
+    text: Prepared | None
+    if ann.voice is None and ann.text is not None and assets.languages is not None:
+        ann, text = by_language(ann, ann.text, assets, assets.languages)
+    else:
+        text = None if ann.text is None else prepared(ann.text, assets, ann.voice or assets.config.voice.name)
     if hops is not None:
         hops.prepare = time.monotonic()
     configured = assets.config.all_voices()
@@ -228,6 +233,17 @@ def parse(
         if name is not None and name not in assets.clips:
             raise PayloadError(f"unknown {kind} {name!r}")
     return ann, text
+
+
+def by_language(ann: Announcement, text: str, assets: Assets, choice: LanguageChoice) -> tuple[Announcement, Prepared]:
+    """`voice.model: auto` (issue 43): ``ann`` given the voice of its text's language (of its first
+    run, per sentence) and its text prepared by it, or run by run by each run's voice."""
+    runs = choice.runs(text)
+    ann = replace(ann, voice=runs[0][0])
+    if len(runs) == 1:
+        return ann, prepared(text, assets, ann.voice)
+    _LOGGER.debug("%s: spoken by %s", ann.id, ", ".join(name for name, _ in runs))
+    return ann, mixed(text, [(name, prepared(part, assets, name)) for name, part in runs])
 
 
 def prepared(text: str, assets: Assets, voice: str | None = None) -> Prepared:

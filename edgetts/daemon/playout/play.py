@@ -27,6 +27,7 @@ from edgetts.daemon.events import Events
 from edgetts.daemon.health import Health
 from edgetts.daemon.inbound.control import Control, parse_control
 from edgetts.daemon.inbound.message import Inbound
+from edgetts.daemon.languages import MixedPrepared
 from edgetts.daemon.pacing.degrade import Degrade
 from edgetts.daemon.playout import sync
 from edgetts.daemon.playout.clips import Clip
@@ -232,8 +233,8 @@ class Playout:
         if voice is None or settings is None:
             return
         text = prepared_text(nxt, assets)
-        if text is None:
-            return
+        if text is None or isinstance(text, MixedPrepared):
+            return  # (a text of several voices starts with its first run's: no one voice's prefetch)
         config = speech_config(nxt, settings)  # (a synchronized one's too: ready well before play_at)
         key = assets.cache_key(name, text, config)
         if key is not None and assets.cache is not None and key in assets.cache:

@@ -18,6 +18,7 @@ from edgetts.config import VoiceModelSettings
 from edgetts.daemon.admission.messages import Announcement
 from edgetts.daemon.admission.scheduler import Entry
 from edgetts.daemon.assets import Assets
+from edgetts.daemon.languages import MixedPrepared, MixedVoice, Part
 from edgetts.daemon.pacing.degrade import Degrade
 from edgetts.daemon.playout import sync
 from edgetts.daemon.playout.clips import Clip
@@ -105,6 +106,8 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
     text = prepared_text(entry, assets)
     if text is None:
         return Unplayable("its text cannot be prepared")  # only an entry that did not come through admission
+    if isinstance(text, MixedPrepared):
+        return mixed_source(entry, text, assets, fallback, name)
     config = speech_config(entry, settings)
     gain = assets.speech_gain(name)
     key = assets.cache_key(name, text, config)
@@ -120,6 +123,27 @@ def choose_source(entry: Entry, assets: Assets, degrade: Degrade | None = None) 
             variant.voice, text, variant.config, variant.gain, None, fallback, name, variant.key, (variant.label, why)
         )
     return Synthesis(voice, text, config, gain, key, fallback, name, name)
+
+
+def mixed_source(entry: Entry, text: MixedPrepared, assets: Assets, fallback: Clip | None, name: str) -> Source:
+    """A text of several languages (`voice.model: auto` per sentence): each run by its voice, levels
+    matched to the first voice's (whose gain the job applies); never cached, never a variant."""
+    configured = assets.config.all_voices()
+    gain = assets.speech_gain(name)
+    parts = []
+    for voice_name, part in text.parts:
+        voice, settings = assets.voices.get(voice_name), configured.get(voice_name)
+        if voice is None or settings is None:
+            why = assets.voice_errors.get(voice_name, f"voice {voice_name!r} is not loaded")
+            if fallback is None:
+                return Unplayable(f"voice unavailable: {why}")
+            start = (entry.repeats_done, 0)
+            return Recorded([fallback.audio], fallback.rate, start, fallback.gain, unavailable=why, fallback=fallback)
+        scale = assets.speech_gain(voice_name) / gain
+        parts.append(Part(voice, part, speech_config(entry, settings), scale))
+    config = speech_config(entry, configured[name])
+    whole = entry.play_at is not None
+    return Synthesis(MixedVoice(name, parts), text, config, gain, None, fallback, name, name, whole=whole)
 
 
 def speech_config(entry: Entry, settings: VoiceModelSettings) -> SynthesisConfig:
@@ -187,6 +211,7 @@ __all__ = [
     "choose_source",
     "fallback_clip",
     "feed_audio",
+    "mixed_source",
     "prepared_text",
     "speech_config",
 ]
