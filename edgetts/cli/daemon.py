@@ -79,9 +79,10 @@ def _voice_model_problems(config: Config, path: str) -> list[str]:
     models: list[tuple[tuple[str, ...], str]] = [] if auto else [(("voice", "model"), config.voice.model)]
     models += [(("voices", name, "model"), v.model) for name, v in config.voices.items()]
     problems = []
+    dirs = [config.voices_dir()]  # where `edgetts voices install` put them: the daemon looks there first
     for key, model in models:
         try:
-            info = resolve_voice(model)
+            info = resolve_voice(model, dirs)
             if not info.path.is_file():
                 raise VoiceError(f"voice model not found: {info.path}")
         except VoiceError as exc:

@@ -94,6 +94,12 @@ def test_install_list_and_remove_by_name(site: Site) -> None:
     assert available[0].split() == ["name", "language", "language_name", "quality", "size_mb", "installed"]
     assert available[1].split() == [DE, "de_DE", "German", "medium", "0.0", "installed"] and len(available) == 2
 
+    # check-config finds a voice by its name in the config's own voices/dir, as the daemon does
+    site.write(f"voice:\n  model: {DE}\n")
+    checked = edgetts("check-config", cfg)
+    assert checked.returncode == 0, checked.stderr
+    site.write()
+
     removed = edgetts("voices", "remove", DE, "--config", cfg)
     assert removed.returncode == 0 and removed.stdout == f"{DE}\tremoved\t{model}\n"
     assert not (site.voices / DE).exists()
