@@ -234,3 +234,19 @@ def test_every_benchmark_with_json_output_writes_through_results() -> None:
         ]
         names = {(node.func.id, node.args[0].value) for node in calls if isinstance(node.args[0], ast.Constant)}  # type: ignore[attr-defined]
         assert names == {("write_result", path.stem), ("default_path", path.stem)}, path.name
+
+
+def test_the_package_s_sizes_and_install_time_are_in_the_headline(tmp_path: Path) -> None:
+    provenance = {key: value for key, value in planted()["bench_engine"].items() if key in report.PROVENANCE}
+    deb = {**provenance, "tool": "deb_package", "command": "sudo bash scripts/test-deb.sh"}
+    deb |= {"amd64": {"deb_mb": 108.8, "installed_mb": 256.7, "apt_install_s": 16.6}, "arm64": {"deb_mb": 101.5}}
+    folder = _plant(tmp_path, {"deb_package": deb})
+    assert _report(folder) == 0
+    readme = (folder / "README.md").read_text()
+    # arm64 (the boards') first; a figure the run did not record is left out, not shown as zero
+    assert "| Debian package, arm64 | package size | 101.5 MB | - | - | - |" in readme
+    assert "| Debian package, amd64 | installed size | 256.7 MB | - | - | - |" in readme
+    assert "| Debian package, amd64 | apt install in a fresh Debian 12 | 16.600 s | - | - | - |" in readme
+    assert readme.index("arm64 | package size") < readme.index("amd64 | package size")
+    assert "arm64 | installed size" not in readme
+    assert "- `deb_package`: commit `0123456789ab`" in readme
