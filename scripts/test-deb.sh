@@ -40,6 +40,8 @@ expect() {
   if out=$("$@" 2>&1); then log "ok: $what"; else fail "$what: $(tail -5 <<<"$out" | tr '\n' ' ')"; fi
 }
 fact() { printf '%s\n' "$*" >> "$results/facts.txt"; log "$*"; }
+# figure KEY VALUE: a measured number for benchmarks/results/deb_package.json (tools/deb_figures.py)
+figure() { printf '%s\t%s\n' "$1" "$2" >> "$results/figures.tsv"; }
 
 source "$here/scripts/chroot-lib.sh"
 nspawn_pid=""
@@ -67,11 +69,14 @@ build_debs() {
       local t0=$SECONDS
       deb=$(bash "$here/scripts/build-deb.sh" --arch "$arch" -o "$work/debs" | tail -1)
       fact "$arch build: $((SECONDS - t0)) s"
+      figure "$arch.build_s" "$((SECONDS - t0))"
     fi
     [[ -f "$deb" ]] || die "build-deb.sh --arch $arch made no package"
     debs[$arch]=$deb
     upgrades[$arch]=$(repack_higher "$deb")
     fact "$arch package: $(basename "$deb"), $(stat -c %s "$deb") bytes ($(du -h "$deb" | cut -f1)), Installed-Size $(dpkg-deb -f "$deb" Installed-Size) KiB"
+    figure "$arch.deb_mb" "$(awk -v b="$(stat -c %s "$deb")" 'BEGIN { printf "%.1f", b / 1048576 }')"
+    figure "$arch.installed_mb" "$(awk -v k="$(dpkg-deb -f "$deb" Installed-Size)" 'BEGIN { printf "%.1f", k / 1024 }')"
   done
 }
 
@@ -117,6 +122,8 @@ install_and_check() {  # ARCH
   t0=$EPOCHREALTIME
   expect "$arch: apt install ./$(basename "$deb") resolves its dependencies from Debian" in_root apt-get install -y -q "$deb"
   fact "$arch apt install: $(seconds_since "$t0") s (with $cached .debs already in apt's cache)"
+  figure "$arch.apt_install_s" "$(seconds_since "$t0")"
+  figure "$arch.apt_cache_debs" "$cached"
   status=$(in_root dpkg-query -W -f='${Status} ${Version}' edgetts 2>&1 || true)
   [[ "$status" == "install ok installed "* ]] || { fail "$arch: edgetts is not installed ($status)"; return 1; }
   expect "$arch: /usr/bin/edgetts -> /opt/edgetts/bin/edgetts" test "$(readlink "$troot/usr/bin/edgetts")" = /opt/edgetts/bin/edgetts
@@ -228,6 +235,11 @@ main() {
   for arch in "${arches[@]}"; do test_in_fresh_root "$arch"; done
   if [[ "$boot_mode" != 0 && -n "${debs[amd64]:-}" ]]; then test_booted; fi
   hear
+  if [[ -s "$results/figures.tsv" ]]; then
+    (cd "$here" && "${EDGETTS_HOST_PYTHON:-$here/.venv-test/bin/python}" -m tools.deb_figures "$results/figures.tsv") \
+      && log "figures: benchmarks/results/deb_package.json (python -m tools.report renders them)" \
+      || fail "tools/deb_figures.py could not write benchmarks/results/deb_package.json"
+  fi
   log "facts ($results/facts.txt):"
   sed 's/^/  /' "$results/facts.txt" >&2
   if ((${#failures[@]})); then

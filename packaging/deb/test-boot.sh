@@ -93,11 +93,12 @@ boot_once() {
 stop_container() {  # poweroff (nspawn turns SIGTERM into it), then SIGKILL to what is left
   local i
   [[ -n "${nspawn_pid:-}" ]] || return 0
-  kill -TERM "$nspawn_pid" 2>/dev/null
+  # (each may find its process gone already, which is the good case: none may end the run under set -e)
+  kill -TERM "$nspawn_pid" 2>/dev/null || true
   for ((i = 0; i < 60; i++)); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.5; done
-  [[ -n "$leader" ]] && kill -KILL "$leader" 2>/dev/null
-  kill -KILL "$nspawn_pid" 2>/dev/null
-  wait "$nspawn_pid" 2>/dev/null
+  if [[ -n "${leader:-}" ]]; then kill -KILL "$leader" 2>/dev/null || true; fi
+  kill -KILL "$nspawn_pid" 2>/dev/null || true
+  wait "$nspawn_pid" 2>/dev/null || true
   nspawn_pid="" leader=""
   return 0
 }
@@ -107,6 +108,7 @@ boot_install() {  # apt install under systemd: the postinst enables and starts t
   expect "boot: apt install ./$(basename "${debs[amd64]}") with systemd running" \
     cexec apt-get install -y -q "/root/debs/$(basename "${debs[amd64]}")"
   fact "boot: apt install with systemd running (dependencies in apt's cache; the service started): $(seconds_since "$t0") s"
+  figure boot.apt_install_and_start_s "$(seconds_since "$t0")"
   expect "boot: the install enabled edgetts.service" cx '[ "$(systemctl is-enabled edgetts)" = enabled ]'
   expect "boot: the install started edgetts.service" cx '[ "$(systemctl is-active edgetts)" = active ]'
   cx 'systemctl --failed --no-legend' > "$results/boot/failed-units.txt" 2>&1 || true
@@ -123,6 +125,7 @@ boot_ready() {  # active only after READY=1: activating while the voice loads
   expect "boot: the STATUS= sent with READY=1 is the daemon's ('ready: ...')" cx '[[ "$(systemctl show -P StatusText edgetts)" == ready* ]]'
   started=$(prop ExecMainStartTimestampMonotonic) active=$(prop ActiveEnterTimestampMonotonic)
   fact "boot: activating -> active (process start to READY=1): $(awk -v a="$active" -v s="$started" 'BEGIN { printf "%.2f", (a - s) / 1e6 }') s"
+  figure boot.start_to_ready_s "$(awk -v a="$active" -v s="$started" 'BEGIN { printf "%.2f", (a - s) / 1e6 }')"
 }
 
 boot_announce() {  # an announcement published to the container's mosquitto is spoken into the capture
@@ -183,20 +186,22 @@ boot_stop() {  # a clean stop: within TimeoutStopSec (systemd's Result would say
   t=$(date +%s)
   expect "boot: systemctl stop" cexec systemctl stop edgetts
   fact "boot: systemctl stop took $(seconds_since "$t0") s (TimeoutStopSec=$(prop TimeoutStopUSec))"
+  figure boot.stop_s "$(seconds_since "$t0")"
   expect "boot: the stop's result is success (not timeout or signal)" cx '[ "$(systemctl show -P Result edgetts)" = success ]'
   expect "boot: the daemon exited 0" cx '[ "$(systemctl show -P ExecMainStatus edgetts)" = 0 ]'
   expect "boot: nothing was killed at the stop" cx "! journalctl -u edgetts --since @$t -o cat | grep -Ei 'timed out|killing'"
 }
 
 boot_security() {  # systemd-analyze security on the running system: as docs/daemon.md states, or better
-  local out figure today
+  local out exposure today
   out=$(cexec systemd-analyze security edgetts 2>&1 || true)
   echo "$out" > "$results/boot/security.txt"
-  figure=$(grep -oE 'Overall exposure level for edgetts.service: [0-9.]+' <<<"$out" | grep -oE '[0-9.]+$' || true)
+  exposure=$(grep -oE 'Overall exposure level for edgetts.service: [0-9.]+' <<<"$out" | grep -oE '[0-9.]+$' || true)
   today=$(tr '\n' ' ' < "$here/docs/daemon.md" | grep -oE 'rates the unit +\*\*[0-9.]+' | grep -oE '[0-9.]+$' || true)
-  fact "boot: systemd-analyze security edgetts: ${figure:-none} (docs/daemon.md: ${today:-none})"
-  expect "boot: exposure ${figure:-?} at most docs/daemon.md's ${today:-?}" \
-    awk -v f="${figure:-99}" -v t="${today:-0}" 'BEGIN { exit !(f + 0 <= t + 0) }'
+  fact "boot: systemd-analyze security edgetts: ${exposure:-none} (docs/daemon.md: ${today:-none})"
+  [[ -z "$exposure" ]] || figure boot.security_exposure "$exposure"
+  expect "boot: exposure ${exposure:-?} at most docs/daemon.md's ${today:-?}" \
+    awk -v f="${exposure:-99}" -v t="${today:-0}" 'BEGIN { exit !(f + 0 <= t + 0) }'
 }
 
 boot_lifecycle() {  # upgrade restarts the service and keeps the edited config; remove stops; purge clears
