@@ -239,7 +239,10 @@ def test_every_benchmark_with_json_output_writes_through_results() -> None:
 def test_the_package_s_sizes_and_install_time_are_in_the_headline(tmp_path: Path) -> None:
     provenance = {key: value for key, value in planted()["bench_engine"].items() if key in report.PROVENANCE}
     deb = {**provenance, "tool": "deb_package", "command": "sudo bash scripts/test-deb.sh"}
-    deb |= {"amd64": {"deb_mb": 108.8, "installed_mb": 256.7, "apt_install_s": 16.6}, "arm64": {"deb_mb": 101.5}}
+    deb |= {
+        "amd64": {"deb_mb": 108.8, "installed_mb": 256.7, "apt_install_s": 16.6},
+        "arm64": {"deb_mb": 101.5, "apt_install_s": 162.3},
+    }
     folder = _plant(tmp_path, {"deb_package": deb})
     assert _report(folder) == 0
     readme = (folder / "README.md").read_text()
@@ -249,4 +252,5 @@ def test_the_package_s_sizes_and_install_time_are_in_the_headline(tmp_path: Path
     assert "| Debian package, amd64 | apt install in a fresh Debian 12 | 16.600 s | - | - | - |" in readme
     assert readme.index("arm64 | package size") < readme.index("amd64 | package size")
     assert "arm64 | installed size" not in readme
+    assert "| Debian package, arm64 | apt install in a fresh Debian 12 (under qemu here) | 162.3 s |" in readme
     assert "- `deb_package`: commit `0123456789ab`" in readme
