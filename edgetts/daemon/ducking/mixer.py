@@ -8,6 +8,7 @@ that sounds ``db`` quieter.
 
 from __future__ import annotations
 
+import socket
 from typing import Any, Protocol
 
 Level = Any
@@ -64,9 +65,32 @@ def on_the_way(mixer: Mixer, level: Level, low: Level, high: Level) -> bool:
     return all(a - tol <= x <= b + tol for x, a, b in zip(v, lo, hi))
 
 
+def read_line(sock: socket.socket, buf: bytes, chunk: int, limit: int, too_long: str) -> tuple[str, bytes]:
+    """The next line of a line-based protocol (MPD's, Snapcast's JSON-RPC) and what was read beyond
+    it; EOFError when the server closed the connection or a line grows past ``limit`` bytes."""
+    while b"\n" not in buf:
+        data = sock.recv(chunk)
+        if not data:
+            raise EOFError("the server closed the connection")
+        buf += data
+        if len(buf) > limit:
+            raise EOFError(too_long)
+    line, _, rest = buf.partition(b"\n")
+    return line.decode("utf-8", "replace"), rest
+
+
+def why(exc: BaseException) -> str:
+    """A connection's failure as `degraded: duck` says it."""
+    if isinstance(exc, socket.timeout):
+        return "no answer within the timeout"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
+
+
 def label(kind: str, address: str) -> str:
     """How the status and the log name a mixer: `mpd 127.0.0.1:6600`, `pulse`."""
     return f"{kind} {address}" if address else kind
 
 
-__all__ = ["Level", "Mixer", "MixerError", "label", "on_the_way", "same"]
+__all__ = ["Level", "Mixer", "MixerError", "label", "on_the_way", "read_line", "same", "why"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import socket
 
 from edgetts.config.duck import mixer_address
-from edgetts.daemon.ducking.mixer import Level, MixerError
+from edgetts.daemon.ducking.mixer import Level, MixerError, read_line, why
 
 TIMEOUT_S = 2.0
 """Seconds to connect, and for each reply."""
@@ -75,7 +75,7 @@ class MpdMixer:
             except (OSError, EOFError) as exc:
                 self.close()
                 if attempt:  # (once more: MPD closes a connection idle for connection_timeout)
-                    raise MixerError(f"mpd {self.address}: {_why(exc)}") from None
+                    raise MixerError(f"mpd {self.address}: {why(exc)}") from None
         raise AssertionError("unreachable")
 
     def _connect(self) -> None:
@@ -99,23 +99,8 @@ class MpdMixer:
 
     def _line(self) -> str:
         assert self._sock is not None
-        while b"\n" not in self._buf:
-            data = self._sock.recv(4096)
-            if not data:
-                raise EOFError("the server closed the connection")
-            self._buf += data
-            if len(self._buf) > 1 << 20:
-                raise EOFError("a reply line longer than 1 MiB")
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode("utf-8", "replace")
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, socket.timeout):
-        return "no answer within the timeout"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower()
-    return str(exc) or type(exc).__name__
+        line, self._buf = read_line(self._sock, self._buf, 4096, 1 << 20, "a reply line longer than 1 MiB")
+        return line
 
 
 __all__ = ["MpdMixer"]

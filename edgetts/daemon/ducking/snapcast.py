@@ -19,7 +19,7 @@ import socket
 from typing import Any
 
 from edgetts.config.duck import mixer_address
-from edgetts.daemon.ducking.mixer import Level, MixerError
+from edgetts.daemon.ducking.mixer import Level, MixerError, read_line, why
 
 TIMEOUT_S = 2.0
 """Seconds to connect, and for each answer."""
@@ -125,25 +125,12 @@ class SnapcastMixer:
 
     def _line(self) -> str:
         assert self._sock is not None
-        while b"\n" not in self._buf:
-            data = self._sock.recv(65536)
-            if not data:
-                raise EOFError("the server closed the connection")
-            self._buf += data
-            if len(self._buf) > _MAX_LINE:
-                raise EOFError("an answer longer than 8 MiB")
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode("utf-8", "replace")
+        line, self._buf = read_line(self._sock, self._buf, 65536, _MAX_LINE, "an answer longer than 8 MiB")
+        return line
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, socket.timeout):
-        return "no answer within the timeout"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower()
-    if isinstance(exc, ValueError):
-        return f"not JSON-RPC ({exc})"
-    return str(exc) or type(exc).__name__
+    return f"not JSON-RPC ({exc})" if isinstance(exc, ValueError) else why(exc)
 
 
 __all__ = ["SnapcastMixer", "gain_percent", "percent_gain"]
