@@ -17,6 +17,8 @@
 #
 # Prints each run's wall time, pytest's own time (its summary line's "in N s") and its FAILED/ERROR
 # lines, then a table.  Logs stay in FLAKE_CHECK_LOGS (default: a new /var/tmp/edgetts-flake-*/).
+# A test that keeps what it saw when it fails (test_sync_zones: its recording, events and the
+# daemons' logs) keeps it in $logs/run-N-artifacts (EDGETTS_TEST_ARTIFACTS).
 # Exit status 1 if any run failed or any pytest took more than FLAKE_CHECK_MAX_S (default 600 s).
 #
 # A dry run of the script itself: FLAKE_CHECK_PYTEST_ARGS="tests/test_lint.py" scripts/flake-check.sh 2
@@ -59,7 +61,7 @@ for ((i = 1; i <= n; i++)); do
   echo "[flake-check] run $i/$n (CPU hog: $with_hog) ..." >&2
   start=$(date +%s.%N)
   set +e
-  (cd "$clone" && CI=true EDGETTS_TEST_VENV="$venv" PYTEST_ADDOPTS="${FLAKE_CHECK_PYTEST_ARGS:-}" bash .ci/run) >"$log" 2>&1
+  (cd "$clone" && CI=true EDGETTS_TEST_ARTIFACTS="$logs/run-$i-artifacts" EDGETTS_TEST_VENV="$venv" PYTEST_ADDOPTS="${FLAKE_CHECK_PYTEST_ARGS:-}" bash .ci/run) >"$log" 2>&1
   rc=$?
   set -e
   wall=$(echo "$(date +%s.%N) - $start" | bc)

@@ -21,6 +21,7 @@ tests/audio/test_timed.py, test_timed_reports.py, tests/daemon/test_sync_units.p
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -40,6 +41,7 @@ from edgetts.runtime.clock import clock_health
 
 from support.broker import Broker
 from support.timed_player import ReferencePlayer, reference_margin_ms
+from tools.onsets import match
 from tools.paced_sink import available
 from tools.sync_rig import GROUP, PIECE_S, RATE, Announced, SyncRig, back_to_back, heard, reference_audio
 
@@ -86,8 +88,11 @@ def _check_reports(
 ) -> list[str]:
     """What each of ``devices`` reported of ``item`` against what the recording shows: the faults."""
     by_device = {h.device: h for h in heard(rec, pcm, rig.devices, item, ref)}
+    faults = [
+        f"{item.id} {d}: no started and finished events: {item.events.get(d)}" for d in devices if not _played(item, d)
+    ]
+    devices = [d for d in devices if _played(item, d)]
     common = _common_pieces([by_device[d].pieces for d in devices if "late_ms" not in item.events[d]["started"]])
-    faults = []
     for device in devices:
         h = by_device[device]
         started, finished = item.events[device]["started"], item.events[device]["finished"]
@@ -98,6 +103,11 @@ def _check_reports(
             f"{item.id} {device}: heard {onset_ms:+.2f} ms, said sync_error_ms {said:+.2f} late_ms {late:.1f}, "
             f"underruns {underruns} gap_ms {gap_ms:.1f}; margin {margin:.2f} ms; pieces {np.round(h.pieces, 2)}"
         )
+        if late * RATE / 1000.0 >= ref.size:  # it said it skipped all of it: then nothing is heard
+            start = int(round(rec.index_at_unix(item.play_at)))
+            if np.any(np.abs(pcm[start : start + ref.size, rig.devices.index(device)].astype(np.int32)) > 1):
+                faults.append(f"it said it skipped all of it, and something was played: {what}")
+            continue
         # (a late joiner's onset is where its sample 0 would have been: its timeline)
         on_time = abs(said) <= PROMISE_MS and not late
         if on_time and abs(onset_ms) > PROMISE_MS + margin:
@@ -111,13 +121,57 @@ def _check_reports(
         allowed = underruns * (2 + math.ceil(CONFIRM_S / PIECE_S)) + math.ceil(gap_ms / (PIECE_S * 1000.0))
         pieces = [p for n, p in enumerate(h.pieces) if not (late == 0.0 and n in common)]
         if not h.pieces or sum(p < PIECE_OK for p in pieces) > allowed:
-            faults.append(f"samples missing or wrong that it did not count: {what}")
+            faults.append(
+                f"samples missing or wrong that it did not count: {what}{_where_bad(rec, pcm, rig, device, h, ref)}"
+            )
         if late:
             join = int(round(rec.index_at_unix(h.onset_unix)))
             quiet = pcm[join + 50 : join + int(late * RATE / 1000.0) - 200, rig.devices.index(device)]
             if np.any(np.abs(quiet.astype(np.int32)) > 1):
                 faults.append(f"what it said it skipped was played: {what}")
     return faults
+
+
+def _keep(tmp_path: Path, rec: Any, pcm: np.ndarray, items: list[Announced], logs: dict[str, str]) -> str:
+    """A failed run's recording, events and daemon logs, for a look afterwards: in
+    $EDGETTS_TEST_ARTIFACTS (scripts/flake-check.sh sets it) or else this test's tmp_path."""
+    where = Path(os.environ.get("EDGETTS_TEST_ARTIFACTS") or tmp_path) / "test_sync_zones"
+    where.mkdir(parents=True, exist_ok=True)
+    np.save(where / "recording.npy", pcm)
+    events = [{"id": i.id, "text": i.text, "play_at": i.play_at, "events": i.events} for i in items]
+    (where / "events.json").write_text(json.dumps(events, indent=1))
+    # (the recording's sample-to-Unix mapping, each second)
+    np.save(where / "unix_at.npy", np.array([rec.unix_at(i) for i in range(0, len(pcm), RATE)]))
+    for device, log in logs.items():
+        (where / f"{device}.log").write_text(log)
+    return f"(the recording, events and logs are kept in {where})"
+
+
+def _played(item: Announced, device: str) -> bool:
+    return {"started", "finished"} <= set(item.events.get(device, {}))
+
+
+def _where_bad(rec: Any, pcm: np.ndarray, rig: SyncRig, device: str, h: Any, ref: np.ndarray) -> str:
+    """What a fault's pieces were instead: each voiced piece that scored under PIECE_OK, where its
+    best match within 50 ms lies (a slip of the sink moves it, wrong samples do not match anywhere)
+    and the longest run of exact zeros in its place (silence put in)."""
+    channel = pcm[:, rig.devices.index(device)]
+    onset = int(round(rec.index_at_unix(h.onset_unix)))
+    piece, loud = int(PIECE_S * RATE), 0.03 * float(np.sqrt(np.mean(ref.astype(np.float64) ** 2)) or 1.0)
+    said, n = [], 0
+    for start in range(0, min(ref.size, 3 * RATE) - piece + 1, piece):
+        r = ref[start : start + piece].astype(np.float64)
+        if float(np.sqrt(np.mean(r**2))) < loud:
+            continue
+        if n < len(h.pieces) and h.pieces[n] < PIECE_OK:
+            at, score = match(channel, r, onset + start, RATE, 0.05)
+            got = channel[onset + start : onset + start + piece]
+            edges = np.diff(np.concatenate(([0], (got == 0).astype(np.int8), [0])))
+            zeros = int(np.max(np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1), initial=0))
+            moved = (at - onset - start) / RATE * 1000.0
+            said.append(f"piece {n} at {start * 1000 // RATE} ms: best {score:.2f} at {moved:+.2f} ms, zeros {zeros}")
+        n += 1
+    return "; " + "; ".join(said) if said else ""
 
 
 def _common_pieces(scores: list[tuple[float, ...]]) -> set[int]:
@@ -185,6 +239,8 @@ def test_a_group_announcement_plays_together_on_three_speakers(mosquitto: Broker
     # have been is play_at, as it says), and it said it skipped what was past (it got the
     # announcement 0.4 s after play_at: at least 300 ms of it).
     faults += _check_reports(rig, rec, pcm, late, refs[late.id], [*members, "dev3"], margin)
+    if faults:
+        faults.append(_keep(tmp_path, rec, pcm, [*items, late], logs))
     assert not faults, "\n".join(faults)
     started = late.events["dev3"]["started"]
     assert started["late_ms"] >= 300, started
