@@ -54,6 +54,11 @@ if [[ $rknn == 1 ]]; then
   EDGETTS_RKNN_PYTHON=$(bash scripts/rknn-venv.sh)
   export EDGETTS_RKNN_PYTHON
 fi
+# One optimised-model cache for the whole run (tests/conftest.py): the realtime tier reuses what the
+# default tier built.
+EDGETTS_TEST_CACHE_DIR=$(mktemp -d /tmp/edgetts-test-cache-XXXXXX)
+export EDGETTS_TEST_CACHE_DIR
+trap 'rm -rf "$EDGETTS_TEST_CACHE_DIR"' EXIT
 set +e
 if (($# == 0)); then
   # The whole suite in two tiers: the default tier's verdicts do not depend on how busy the machine

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,8 +16,20 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
-# Optimised-model cache of this test run only (subprocesses inherit it).
-os.environ["EDGETTS_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
+# The optimised-model cache of this test run only, never a developer's ~/.cache (a run must build
+# what the code under test builds).  One for the whole run: pytest-xdist's workers and the daemons
+# they start inherit it, so the voice is split and optimised once, not once per worker (~10 s each
+# on this machine); scripts/test.sh hands both tiers the same one.  Its creator removes it.
+_OWN_CACHE = "EDGETTS_TEST_CACHE_DIR" not in os.environ
+if _OWN_CACHE:
+    os.environ["EDGETTS_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="edgetts-test-cache-")
+os.environ["EDGETTS_CACHE_DIR"] = os.environ["EDGETTS_TEST_CACHE_DIR"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWN_CACHE:
+        shutil.rmtree(os.environ["EDGETTS_TEST_CACHE_DIR"], ignore_errors=True)
+
 
 # support.* (tests/) and tools.* (the root) import through pytest's pythonpath (pyproject.toml).
 # The broker, ALSA capture, notify-socket and paced-sink fixtures, for every test module.
