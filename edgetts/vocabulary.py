@@ -26,6 +26,10 @@ def priority_rank(priority: str) -> int:
     return PRIORITIES.index(priority)
 
 
+DEGRADE_INT8 = "int8"
+"""The `voice.degrade_to` that names the voice's own static int8 variant (edgetts.voice.piper.int8_variant)."""
+
+
 CLIP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 r"""Clip and chime names: a file stem, never a path.
 \Z, not $: `$` also matches before a final newline ("fire\n" is no clip name)."""
@@ -89,6 +93,7 @@ __all__ = [
     "BLOCK_FRAMES",
     "CLIP_NAME_RE",
     "DEGRADED",
+    "DEGRADE_INT8",
     "EVENTS",
     "FALLBACK_REASONS",
     "MAX_DEADLINE_MS",

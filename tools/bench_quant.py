@@ -109,7 +109,7 @@ def _snr_db(reference: np.ndarray, other: np.ndarray) -> float:
 
 def _seed_distance(voice: Any, lines: list[tuple[str, list[str]]], seed: int) -> float:
     """Median log-mel distance between two fp32 renderings per line, prior noise seeds apart, same durations."""
-    from edgetts.voice.piper.quantize_static import logmel_distance_db
+    from edgetts.voice.piper.logmel import logmel_distance_db
 
     distances = []
     for text, _ in lines:
@@ -121,7 +121,8 @@ def _seed_distance(voice: Any, lines: list[tuple[str, list[str]]], seed: int) ->
 
 def measure(variants: dict[str, Path], lines: Sequence[int] | None, seeds: list[int], threads: int) -> dict[str, Any]:
     from edgetts.voice.catalog import default_voice_path
-    from edgetts.voice.piper.quantize_static import logmel_distance_db, variant_metadata
+    from edgetts.voice.piper.logmel import logmel_distance_db
+    from edgetts.voice.piper.quantize_static import variant_metadata
 
     chosen = corpus(lines)
     fp32 = _load(default_voice_path(), threads)

@@ -103,7 +103,7 @@ def speak(out: Path, variant: Path, lines: Sequence[int], seed: int, threads: in
 
 
 def judge(spoken: Path) -> dict[str, Any]:
-    from edgetts.voice.piper.quantize_static import logmel_distance_db
+    from edgetts.voice.piper.logmel import logmel_distance_db
 
     from tools.bench_quant import GATE_LOGMEL_DB, GATE_WER_POINTS, _wer
     from tools.bench_wer import corpus

@@ -33,7 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         ),
     )
     parser.add_argument("--voice", default="default", help="the voice to quantize (default: the packaged one)")
-    parser.add_argument("-o", "--output", required=True, help="the new model, e.g. joe-int8.onnx")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", help="the new model, e.g. joe-int8.onnx")
+    where.add_argument(
+        "--cache",
+        action="store_true",
+        help="with --static: write it into the model cache, where `voice.degrade_to: int8` finds it",
+    )
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--static", action="store_true", help="static int8 (QDQ), calibrated on the voice itself")
@@ -130,6 +136,19 @@ def _variant(source: Path, output: Path, args: argparse.Namespace) -> None:
     )
 
 
+def _cache_path(model: Path, args: argparse.Namespace) -> Path:
+    """Where ``--cache`` writes: the variant `degrade_to: int8` looks for (made for this machine)."""
+    from edgetts.voice.model_cache import default_cache_dir
+    from edgetts.voice.piper.int8_variant import int8_path
+
+    if not args.static or args.keep_float or args.activations or args.calibration:
+        raise VoiceError("--cache writes the variant `degrade_to: int8` uses: --static alone, no other options")
+    cache = default_cache_dir()
+    if cache is None:
+        raise VoiceError("the model cache is off (EDGETTS_CACHE_DIR is empty): nowhere to write")
+    return int8_path(model, cache)
+
+
 def run(args: argparse.Namespace) -> int:
     """Quantize ``args.voice`` into ``args.output``; 1 with one error line on failure."""
     from edgetts.voice.catalog import resolve_voice
@@ -138,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         info = resolve_voice(args.voice)
         if info.family != "piper":
             raise VoiceError(f"{info.path} is not a Piper voice: only Piper voices can be quantized")
-        output = Path(args.output)
+        output = _cache_path(info.path, args) if args.cache else Path(args.output)
         if output.suffix != ".onnx":
             raise VoiceError(f"the output must end in .onnx (its config is written beside it): {output}")
         if output.exists() and not args.force:

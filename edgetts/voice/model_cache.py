@@ -39,7 +39,7 @@ def default_cache_dir() -> Path | None:
     return base / "edgetts" / "models"
 
 
-def _cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+def cpu_identity(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The lines of /proc/cpuinfo that say which instructions the CPU has: x86's ``model name`` and
     ``flags``; arm64's ``Features`` and ``CPU part`` (one line per core type on big.LITTLE)."""
     keep = ("model name", "flags", "features", "cpu part", "cpu implementer", "cpu architecture")
@@ -79,7 +79,7 @@ def cache_key(model: Path, ort_version: str, optimization: str, variant: str = "
             ort_version,
             optimization,
             platform.machine(),
-            _cpu_identity(),
+            cpu_identity(),
             *([variant] if variant else []),
         ]
     )

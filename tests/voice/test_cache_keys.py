@@ -42,20 +42,20 @@ def _cpuinfo(tmp_path: Path, text: str) -> Path:
 
 
 def test_arm_cpu_identity_names_each_core_type_once(tmp_path: Path) -> None:
-    identity = model_cache._cpu_identity(_cpuinfo(tmp_path, RK3588_CPUINFO)).splitlines()
+    identity = model_cache.cpu_identity(_cpuinfo(tmp_path, RK3588_CPUINFO)).splitlines()
     assert sum(line.startswith("Features") for line in identity) == 1
     assert [line for line in identity if line.startswith("CPU part")] == ["CPU part\t: 0xd05", "CPU part\t: 0xd0b"]
     assert "CPU implementer\t: 0x41" in identity and "CPU architecture: 8" in identity
-    x86 = model_cache._cpu_identity(_cpuinfo(tmp_path, X86_CPUINFO)).splitlines()
+    x86 = model_cache.cpu_identity(_cpuinfo(tmp_path, X86_CPUINFO)).splitlines()
     assert x86 == ["model name\t: Intel(R) Xeon(R)", "flags\t\t: fpu sse sse2 avx2 avx512f"]
 
 
 def test_model_cache_key_differs_by_board(monkeypatch: pytest.MonkeyPatch, model: Path, tmp_path: Path) -> None:
-    keys, read_identity = {}, model_cache._cpu_identity
+    keys, read_identity = {}, model_cache.cpu_identity
     for machine, text in (("x86_64", X86_CPUINFO), ("aarch64", RK3588_CPUINFO), ("aarch64", PI4_CPUINFO)):
         identity = read_identity(_cpuinfo(tmp_path, text))
         monkeypatch.setattr(model_cache.platform, "machine", lambda m=machine: m)
-        monkeypatch.setattr(model_cache, "_cpu_identity", lambda i=identity: i)
+        monkeypatch.setattr(model_cache, "cpu_identity", lambda i=identity: i)
         keys[(machine, text)] = model_cache.cache_key(model, "1.20.0", "all")
     assert len(set(keys.values())) == 3  # x86, an RK3588 and a Pi 4 never share an optimised graph
     # the same model on any machine is one family: an entry of another CPU is replaced, not kept

@@ -6,6 +6,7 @@ sentences and three candidate groups (the whole pass takes minutes: tools/bench_
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -21,6 +22,9 @@ from onnx import TensorProto, numpy_helper
 from edgetts.engine import SynthesisConfig
 from edgetts.errors import VoiceError
 from edgetts.voice.catalog import default_voice_path
+from edgetts.voice.model_cache import family, stale_entries
+from edgetts.voice.piper.int8_variant import REPORT_KEY, int8_path, speed_ratio
+from edgetts.voice.piper.logmel import logmel_distance_db
 from edgetts.voice.piper.quantize_static import (
     CALIBRATION_SENTENCES,
     DEFAULT_BUDGET_DB,
@@ -30,7 +34,6 @@ from edgetts.voice.piper.quantize_static import (
     convert_fp16,
     duration_nodes,
     layer_groups,
-    logmel_distance_db,
     matching_nodes,
     quantize_static_voice,
     variant_metadata,
@@ -244,5 +247,58 @@ def test_cli_writes_the_variant_and_its_config(tmp_path: Path) -> None:
     recorded = variant_metadata(out)
     assert recorded is not None and recorded["converted"] == ["/dec/conv_pre/Conv"]
     assert onnx.load(str(out)).metadata_props[0].key == METADATA_KEY
+    # The voice's config beside it carries the same report, and how fast the variant ran against
+    # fp32 here: what the daemon's `degrade_to: int8` reads before loading it (int8_variant).
+    config = json.loads(out.with_name(out.name + ".json").read_text())
+    assert config["audio"]["sample_rate"] == 22050 and config[REPORT_KEY]["converted"] == ["/dec/conv_pre/Conv"]
+    assert speed_ratio(out) == config[REPORT_KEY]["speed_ratio"] and 0.2 < config[REPORT_KEY]["speed_ratio"] < 5
     again = edgetts("quantize", "--fp16", "-o", str(out))
     assert_one_line_error(again, "exists (--force replaces it)")
+
+
+def test_cache_writes_where_degrade_to_int8_looks_and_nothing_else(tmp_path: Path) -> None:
+    """`edgetts quantize --static --cache`: the variant `voice.degrade_to: int8` finds (made by the
+    daemon itself on first need, tests/daemon/test_int8_degrade.py); the options that would make
+    another variant are refused, and so is a cache turned off."""
+    from edgetts.cli.quantize import _cache_path
+
+    model = default_voice_path()
+    args = argparse.Namespace(static=True, keep_float=[], activations=None, calibration=None)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("EDGETTS_CACHE_DIR", str(tmp_path))
+        assert _cache_path(model, args) == int8_path(model, tmp_path / "models")
+    for flag in ("--keep-float", "--calibration", "--activations"):
+        value = {"--keep-float": "/dec/*", "--calibration": str(tmp_path / "x"), "--activations": "int8"}[flag]
+        assert_one_line_error(edgetts("quantize", "--static", "--cache", flag, value), "--static alone")
+    assert_one_line_error(edgetts("quantize", "--cache"), "--static alone")
+    off = subprocess.run(
+        [sys.executable, "-m", "edgetts.cli", "quantize", "--static", "--cache"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EDGETTS_CACHE_DIR": ""},
+        timeout=120,
+    )
+    assert_one_line_error(off, "the model cache is off")
+    both = edgetts("quantize", "--static", "--cache", "-o", str(tmp_path / "v.onnx"))
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    assert not list(tmp_path.rglob("*.onnx"))
+
+
+def test_int8_path_names_the_file_and_changes_with_it(tmp_path: Path) -> None:
+    model = tmp_path / "v.onnx"
+    model.write_bytes(b"1")
+    first = int8_path(model, tmp_path / "c")
+    assert first == int8_path(model, tmp_path / "c") and first.parent == tmp_path / "c" / "int8"
+    model.write_bytes(b"22")  # an edited or upgraded voice: made again
+    assert int8_path(model, tmp_path / "c") != first
+    assert speed_ratio(first) is None  # no variant (and no config) there
+    first.parent.mkdir(parents=True)
+    first.with_name(first.name + ".json").write_text(json.dumps({REPORT_KEY: {"speed_ratio": -1}}))
+    assert speed_ratio(first) is None  # a ratio that is no ratio is not believed
+    # A new optimised form of the voice drops its older ones, never the variant beside them.
+    variant = int8_path(model, tmp_path / "c")
+    variant.parent.mkdir(parents=True, exist_ok=True)
+    variant.write_bytes(b"int8")
+    old = tmp_path / "c" / f"{family(model)}0123.onnx"
+    old.write_bytes(b"an older optimised form")
+    assert stale_entries(tmp_path / "c", model, "current.onnx") == [old]

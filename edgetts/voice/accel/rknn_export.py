@@ -272,7 +272,7 @@ def _int8_data(
 
 def _gate(voice: Any, job: dict[str, Any], progress: Progress) -> None:
     """Refuse int8 models whose decoded windows move further than INT8_GATE_DB from fp32's."""
-    from edgetts.voice.piper.quantize_static import logmel_distance_db
+    from edgetts.voice.piper.logmel import logmel_distance_db
 
     tail_input = voice.split.frame_inputs[0]
     run_flow = voice.flow_runner()

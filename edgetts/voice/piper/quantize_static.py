@@ -32,8 +32,6 @@ import io
 import json
 import logging
 import math
-import platform
-import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +45,8 @@ from edgetts.text.prepare import TextOptions
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
 from edgetts.voice.piper.check_feeds import model_feeds
 from edgetts.voice.piper.frontend import PiperFrontend
+from edgetts.voice.piper.int8_variant import REPORT_KEY, default_activations
+from edgetts.voice.piper.logmel import logmel_distance_db
 from edgetts.voice.piper.model_config import PiperVoiceConfig
 from edgetts.voice.piper.seeded_noise import add_seeded_noise, seed_feed
 
@@ -101,35 +101,12 @@ class VariantReport:
     """``uint8`` or ``int8`` (static only)."""
     sensitivity: dict[str, float] = field(default_factory=dict)
     """dB per group of Convs quantized alone (empty when the pass was skipped)."""
+    speed_ratio: float | None = None
+    """The variant's synthesis time over fp32's on the check sentences, where it was made (static
+    only): what the daemon scales the voice's measured speed by before the variant has spoken."""
 
     def metadata(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if k != "output"})
-
-
-# -- the distance ---------------------------------------------------------------------------
-def log_mel(audio: np.ndarray, rate: int, n_fft: int = 1024, hop: int = 256, bands: int = 80) -> np.ndarray:
-    """Log-mel power in dB, shaped (frames, bands): Hann window, HTK mel scale up to rate / 2."""
-    top = 2595.0 * np.log10(1.0 + rate / 2.0 / 700.0)
-    edges = 700.0 * (10 ** (np.linspace(0.0, top, bands + 2) / 2595.0) - 1.0)
-    freqs = np.linspace(0.0, rate / 2.0, n_fft // 2 + 1)
-    low, mid, high = edges[:-2, None], edges[1:-1, None], edges[2:, None]
-    filters = np.clip(np.minimum((freqs - low) / (mid - low), (high - freqs) / (high - mid)), 0.0, None)
-    signal = np.pad(np.asarray(audio, dtype=np.float64).reshape(-1), (n_fft // 2, n_fft // 2))
-    frames = 1 + max(0, signal.size - n_fft) // hop
-    index = np.arange(n_fft)[None, :] + hop * np.arange(frames)[:, None]
-    power = np.abs(np.fft.rfft(signal[index] * np.hanning(n_fft), axis=1)) ** 2
-    return np.asarray(10.0 * np.log10(power @ filters.T + 1e-10))
-
-
-def logmel_distance_db(reference: np.ndarray, other: np.ndarray, rate: int, floor_db: float = 80.0) -> float:
-    """Mean over frames of the RMS over mel bands of the dB difference, both floored ``floor_db``
-    below the reference's loudest bin (so silence counts, as a hiss there is heard; -inf does not).
-    Frame-aligned: meant for two renderings of the same ids with the same durations."""
-    a, b = log_mel(reference, rate), log_mel(other, rate)
-    n = min(len(a), len(b))
-    floor = float(a.max()) - floor_db
-    diff = np.maximum(a[:n], floor) - np.maximum(b[:n], floor)
-    return float(np.mean(np.sqrt(np.mean(diff**2, axis=1))))
 
 
 # -- which nodes ------------------------------------------------------------------------------
@@ -184,11 +161,6 @@ def layer_groups(names: Iterable[str]) -> dict[str, list[str]]:
     return groups
 
 
-def default_activations() -> str:
-    """uint8 on x86 (where onnxruntime fuses only U8S8 QDQ), int8 on ARM."""
-    return "int8" if platform.machine().lower() in ("aarch64", "arm64") else "uint8"
-
-
 # -- the voice's own activations --------------------------------------------------------------
 class _Voice:
     """The source voice seeded (:mod:`.seeded_noise`), its sentences' inputs and fp32 audio."""
@@ -229,6 +201,24 @@ class _Voice:
     def audio(self, model_bytes: bytes) -> list[np.ndarray]:
         session = create_session(model_bytes, RuntimeOptions())
         return [np.asarray(session.run(None, feeds)[0], dtype=np.float32).reshape(-1) for feeds in self.checks]
+
+    def speed_ratio(self, model: Any) -> float:
+        """``model``'s synthesis time over fp32's on the check sentences (each session's best of
+        two passes, after a warm-up run), on this machine's default threads."""
+        import time
+
+        def best(model_bytes: bytes) -> float:
+            session = create_session(model_bytes, RuntimeOptions())
+            session.run(None, self.checks[0])
+            passes = []
+            for _ in range(2):
+                start = time.perf_counter()
+                for feeds in self.checks:
+                    session.run(None, feeds)
+                passes.append(time.perf_counter() - start)
+            return min(passes)
+
+        return best(self._seeded(model).SerializeToString()) / best(self.seeded_bytes)
 
     def distance(self, model: Any) -> float:
         """Mean log-mel distance of ``model`` (unseeded, as written) to fp32 on the check sentences."""
@@ -391,7 +381,9 @@ def quantize_static_voice(
             model = quantized(converted)
         left = (*kept, *(n for n in candidates if n not in converted))
         distance = voice.distance(model)
-        report = VariantReport(output, "static", tuple(converted), left, distance, activations, sensitivity)
+        tell("timing the variant against the voice")
+        ratio = voice.speed_ratio(model)
+        report = VariantReport(output, "static", tuple(converted), left, distance, activations, sensitivity, ratio)
         _write(model, report, source)
     return report
 
@@ -486,7 +478,11 @@ def _write(model: Any, report: VariantReport, source: Path) -> None:
         staged = Path(tmp) / output.name
         onnx.save(model, str(staged))
         config = Path(tmp) / (output.name + ".json")
-        shutil.copyfile(source.with_name(source.name + ".json"), config)
+        # The voice's config, and what was measured (edgetts.voice.piper.int8_variant reads it
+        # there: cheaper than the model's metadata, which means parsing the whole model).
+        voice_config = json.loads(source.with_name(source.name + ".json").read_text(encoding="utf-8"))
+        voice_config[REPORT_KEY] = json.loads(report.metadata())
+        config.write_text(json.dumps(voice_config, ensure_ascii=False, indent=2), encoding="utf-8")
         config.replace(output.with_name(output.name + ".json"))
         staged.replace(output)
 
