@@ -36,6 +36,7 @@ from edgetts.runtime.settings import CpuSettings, KeepaliveSettings, MemorySetti
 from edgetts.text.lexicon import Lexicon
 from edgetts.text.normalize import NormalizeOptions
 from edgetts.text.prepare import TextOptions
+from edgetts.vocabulary import DEGRADE_INT8 as INT8
 from edgetts.vocabulary import NAME_RE
 
 if TYPE_CHECKING:
@@ -122,19 +123,23 @@ class Config:
                 raise FieldError((*where, "text"), f"longer than queue/max_text_chars ({self.queue.max_text_chars})")
 
     def _check_degrade_to(self) -> None:
-        """Each voice's degrade_to is another configured voice or a path to an .onnx file."""
+        """Each voice's degrade_to is int8, another configured voice or a path to an .onnx file."""
         names = self.all_voices()
+        if INT8 in names:
+            where = ("voice", "name") if self.voice.name == INT8 else ("voices", INT8)
+            raise FieldError(where, f"{INT8!r} is reserved: `degrade_to: {INT8}` names each voice's own int8 variant")
         for name, settings in names.items():
             target = settings.degrade_to
             path = ("voice",) if name == self.voice.name else ("voices", name)
-            if target is None or (target in names and target != name):
+            if target is None or target == INT8 or (target in names and target != name):
                 continue
             if target == name:
                 raise FieldError(path + ("degrade_to",), "names this voice itself")
             if not target.endswith(".onnx"):
                 raise FieldError(
                     path + ("degrade_to",),
-                    f"{target[:80]!r} is neither a configured voice ({', '.join(names)}) nor a path to an .onnx file",
+                    f"{target[:80]!r} is not {INT8}, a configured voice ({', '.join(names)}) "
+                    "or a path to an .onnx file",
                 )
 
     # -- derived values, so no caller recomputes them differently

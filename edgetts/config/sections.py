@@ -144,9 +144,11 @@ class VoiceModelSettings:
     which this voice is too slow for the board: announcements then use `degrade_to`, and
     `degraded: speed` says so (issue 14: a slow board should speak faster, not stutter)."""
 
-    degrade_to: str | None = None
-    """The faster variant spoken while this voice is too slow: another configured voice's name,
-    or a path to a Piper *.onnx file (e.g. an int8 one from `edgetts quantize`); None = none."""
+    degrade_to: str | None = "int8"
+    """The faster variant spoken while this voice is too slow: ``int8`` (the voice's own static
+    int8 variant, made on this machine the first time the voice is too slow; it passed the
+    quality gate: tools/bench_quant.py), another configured voice's name, or a path to a Piper
+    *.onnx file (e.g. from `edgetts quantize`); None = none."""
 
     accelerator: Literal["cpu", "npu"] = "cpu"
     """Where a streamed Piper voice's flow and decoder windows run: `cpu`, or `npu` (a Rockchip

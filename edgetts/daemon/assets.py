@@ -23,7 +23,8 @@ from edgetts.audio.loudness import loudness_dbfs
 from edgetts.config import Config, VoiceModelSettings
 from edgetts.daemon.health import Problem
 from edgetts.daemon.languages import LanguageChoice, MixedPrepared, build_choice
-from edgetts.daemon.pacing.variants import Variant, file_variants, find_variant
+from edgetts.daemon.pacing.int8 import Int8Wanted, derived_measures, int8_variants
+from edgetts.daemon.pacing.variants import LazyVoice, Variant, file_variants, find_variant
 from edgetts.daemon.playout.clips import ClipLibrary
 from edgetts.daemon.playout.fallback import CompiledRule, compile_rules
 from edgetts.daemon.playout.phrase_cache import PhraseCache, phrase_key, voice_hash, voice_synthesis_config
@@ -167,6 +168,8 @@ class Assets:
     rules: tuple[CompiledRule, ...] = ()
     languages: LanguageChoice | None = None
     """With `voice.model: auto`: which voice speaks a text, by its language (edgetts.daemon.languages)."""
+    int8_wanted: dict[str, Int8Wanted] = field(default_factory=dict)
+    """Voices whose `degrade_to: int8` variant is not made yet (edgetts.daemon.pacing.int8)."""
     problems: dict[str, Problem] = field(default_factory=dict)
     """`degraded` entries these assets decide (voice, clips, cache, npu): the reason, or None when fine,
     or what tells it at each status (edgetts.daemon.health.Problem)."""
@@ -240,11 +243,16 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         voices, errors = _load_tolerant(config, text, loading)
         files, file_errors = _load_files(config, text, loading, None)
         errors.update(file_errors)
+        int8, wanted = _int8(config, text, loading, voices)
+        files.update(int8)
         level, digest, cost = _measure(config, voices, files, ({}, {}, {}))
         cache, cache_problem = _open_cache(config)
     else:
         voices, keep = _reload_voices(config, text, loading, previous)
         files, errors = _load_files(config, text, loading, previous)
+        int8, wanted = _int8(config, text, loading, voices)
+        # (a variant already loaded is kept, as long as it is the same file for the same voice)
+        files.update({k: _same(previous.variants.get(k), v) for k, v in int8.items()})
         keep |= set(files) & set(previous.variants)
         same_cache = config.cache == previous.config.cache
         kept = (
@@ -258,6 +266,7 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
             cache, cache_problem = previous.cache, old if isinstance(old, str) else None
         else:
             cache, cache_problem = _open_cache(config)
+    derived_measures(files, level, cost)
     assets = Assets(
         config,
         text,
@@ -269,6 +278,7 @@ def build_assets(config: Config, loading: Loading, previous: Assets | None = Non
         digest,
         cache=cache,
         rules=compile_rules((r.match, r.clip) for r in config.fallback.rules),
+        int8_wanted=wanted,
     )
     clips = _clip_library(config, config.audio.sample_rate or assets.default_rate, level)  # the device rate
     choice, choice_problem = _language_choice(config, previous)
@@ -355,6 +365,24 @@ def _load_files(
     return files, errors
 
 
+def _int8(
+    config: Config, text: TextOptions, loading: Loading, voices: dict[str, Voice]
+) -> tuple[dict[str, Voice], dict[str, Int8Wanted]]:
+    """The `degrade_to: int8` variants in the cache (each loaded when it first speaks), and those not made."""
+
+    def load(key: str, settings: VoiceModelSettings) -> Voice:
+        return load_voices({key: settings}, text, loading)[key]
+
+    return int8_variants(config, voices, load)
+
+
+def _same(old: Voice | None, new: Voice) -> Voice:
+    """``old`` if it is the same lazily loaded file as ``new`` (its loaded voice is kept)."""
+    if isinstance(old, LazyVoice) and isinstance(new, LazyVoice) and old.path == new.path:
+        return old
+    return new
+
+
 Measured = tuple[dict[str, float | None], dict[str, str], dict[str, float]]
 
 
@@ -365,6 +393,8 @@ def _measure(config: Config, voices: dict[str, Voice], files: dict[str, Voice], 
     cache_on = config.cache.resolved_dir() is not None
     settings = {**config.all_voices(), **file_variants(config)}
     for name, voice in {**voices, **files}.items():
+        if isinstance(voice, LazyVoice):
+            continue  # (not loaded until it speaks: derived from its voice's, derived_measures)
         if name not in level:
             level[name], rtf = calibrate(voice, voice_synthesis_config(settings[name]))
             if rtf is not None:

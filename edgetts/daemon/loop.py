@@ -58,6 +58,7 @@ from edgetts.daemon.inbound.control import Control
 from edgetts.daemon.inbound.message import Inbound
 from edgetts.daemon.inbound.mqtt import MqttLink
 from edgetts.daemon.inbound.services import EventFeed, Service, ServiceContext, Services, TapLink, build_services
+from edgetts.daemon.pacing.int8 import Int8Builder, Int8Built
 from edgetts.daemon.pacing.keepalive import Keepalive, keepalive_run
 from edgetts.daemon.pacing.speed import SpeedSample
 from edgetts.daemon.playout.client_synthesis import ClientSynthesis
@@ -66,7 +67,7 @@ from edgetts.daemon.playout.phrase_cache import PhraseCache
 from edgetts.daemon.playout.play import Playout
 from edgetts.daemon.playout.sound_card import OutputStream, player_settings
 from edgetts.daemon.playout.synthesis import FallbackUsed, Synthesizer
-from edgetts.daemon.reload import AssetsLoaded, load_beside, read_config, refused
+from edgetts.daemon.reload import AssetsLoaded, await_loaded, load_beside, read_config, refused
 from edgetts.daemon.schedule.timetable import Timetable
 from edgetts.daemon.sdnotify import Notifier
 from edgetts.daemon.status import Status
@@ -124,6 +125,8 @@ class DaemonOptions:
     install_signals: bool = True
     services: Callable[[Config], list[Service]] = build_services
     reload_wait_s: float = RELOAD_WAIT_S
+    int8_command: Callable[[Path, Path], list[str]] | None = None
+    """What makes a `degrade_to: int8` variant (model, output); None: `edgetts quantize --static`."""
 
 
 class Daemon:
@@ -162,12 +165,16 @@ class Daemon:
         self._feed = EventFeed()
         self._services = Services(self._opts.services(config), self._health)
         self._playout = Playout(self.scheduler, self._synth, self._events, self._health, lambda: self._assets)
+        # `degrade_to: int8`: a voice found too slow has its variant made in the background.
+        self._int8 = Int8Builder(self._inbox.put, self._opts.int8_command)
+        self._playout.degrade.make_int8 = self._int8.request
         ended = lambda ident: self.scheduler.is_duplicate(ident, time.time())  # noqa: E731
         self._timetable = Timetable(config, self._events, self._side, self._health, ended)
         # Other audio lowered while anything plays: its workers do the mixers' I/O, the loop only posts.
         self._duck = Ducking(config.duck, config.queue.resolved_state_dir(), self._inbox.put, self._health)
         self._reloading = False
         self._reload_again = False
+        self._rebuild_again = False
         self._stop = False
         self._link: Any = None
         self._next_watchdog = 0.0
@@ -331,6 +338,8 @@ class Daemon:
             self._playout.degrade.on_sample(msg, self._assets)
         elif isinstance(msg, AssetsLoaded):
             self._on_assets_loaded(msg)
+        elif isinstance(msg, Int8Built):
+            self._on_int8_built(msg)
         elif isinstance(msg, FallbackUsed):
             self._playout.on_fallback_used(msg)
         elif isinstance(msg, DuckReport):
@@ -386,6 +395,22 @@ class Daemon:
         self._reloading = True
         load_beside(new, note, self._loading(), self._assets, self._inbox.put)
 
+    def _on_int8_built(self, msg: Int8Built) -> None:
+        """A `degrade_to: int8` variant was made (or not): with it, the assets again, config unchanged."""
+        if msg.reason is not None:
+            _LOGGER.error("the int8 variant %s was not made: %s", msg.output.name, msg.reason)
+            return
+        _LOGGER.info("int8 variant %s made: the voices' assets are built again with it", msg.output.name)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """The assets again, from the config in force (the files it names changed, not it)."""
+        if self._reloading:  # (that one may have looked before the file was there: again after it)
+            self._rebuild_again = True
+            return
+        self._reloading = True
+        load_beside(self.config, self._health.get("config"), self._loading(), self._assets, self._inbox.put)
+
     def _on_assets_loaded(self, msg: AssetsLoaded) -> None:
         self._reloading = False
         if msg.assets is None:
@@ -409,6 +434,9 @@ class Daemon:
         if self._reload_again:
             self._reload_again = False
             self._reload()
+        elif self._rebuild_again:
+            self._rebuild_again = False
+            self._rebuild()
 
     # ------------------------------------------------- synthesis thread
     def _setup_synthesis_thread(self) -> None:
@@ -450,24 +478,11 @@ class Daemon:
             self._playout.player.close()
         self._duck.close()  # (after the player: the others come back once edgetts is silent)
         self._synth.close()
-        self._await_reload(self._opts.reload_wait_s)
+        self._int8.stop()
+        if self._reloading:  # (nothing else reads the inbox now)
+            self._reloading = not await_loaded(self._inbox, self._opts.reload_wait_s)
         self.scheduler.memory.close()
         _LOGGER.info("stopped")
-
-    def _await_reload(self, timeout: float) -> None:
-        """Wait for a reload in progress (its AssetsLoaded, dropped): nothing else reads the inbox now."""
-        if self._reloading:
-            _LOGGER.info("stopping: waiting for the reload in progress (at most %g s)", timeout)
-        deadline = time.monotonic() + timeout
-        while self._reloading:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                _LOGGER.warning("stopping with a reload still loading after %g s", timeout)
-                return
-            try:
-                self._reloading = not isinstance(self._inbox.get(timeout=left), AssetsLoaded)
-            except queue.Empty:
-                pass
 
 
 __all__ = ["Daemon", "DaemonOptions"]

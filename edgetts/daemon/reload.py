@@ -8,7 +8,9 @@ swaps them in when :class:`AssetsLoaded` arrives.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,4 +84,19 @@ def load_beside(
     threading.Thread(target=load, name="edgetts-reload", daemon=True).start()
 
 
-__all__ = ["RESTART_SECTIONS", "AssetsLoaded", "load_beside", "read_config", "refused"]
+def await_loaded(inbox: queue.SimpleQueue[Any], timeout: float) -> bool:
+    """At a stop, with assets loading: wait for their AssetsLoaded (dropped, as everything else the
+    inbox holds then) at most ``timeout`` seconds; whether it came."""
+    _LOGGER.info("stopping: waiting for the reload in progress (at most %g s)", timeout)
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            if isinstance(inbox.get(timeout=left), AssetsLoaded):
+                return True
+        except queue.Empty:
+            pass
+    _LOGGER.warning("stopping with a reload still loading after %g s", timeout)
+    return False
+
+
+__all__ = ["RESTART_SECTIONS", "AssetsLoaded", "await_loaded", "load_beside", "read_config", "refused"]

@@ -108,11 +108,13 @@ def test_every_problem_names_file_line_and_key_path(tmp_path: Path) -> None:
         ("voice:\n  degrade_rtf: fast\n", "F:2 voice/degrade_rtf: expected a number, got 'fast'"),
         (
             "voice:\n  degrade_to: quick\n",
-            "F:2 voice/degrade_to: 'quick' is neither a configured voice (default) nor a path to an .onnx file",
+            "F:2 voice/degrade_to: 'quick' is not int8, a configured voice (default) or a path to an .onnx file",
         ),
+        ("voices:\n  int8:\n    model: x\n", "F:2 voices/int8: 'int8' is reserved: `degrade_to: int8` names"),
+        ("voice:\n  name: int8\n", "F:2 voice/name: 'int8' is reserved"),
         ("voice:\n  degrade_to: default\n", "F:2 voice/degrade_to: names this voice itself"),
         ("voice:\n  degrade_to: ''\n", "F:2 voice/degrade_to: must not be empty"),
-        ("voices:\n  fr:\n    model: x\n    degrade_to: nope\n", "F:4 voices/fr/degrade_to: 'nope' is neither"),
+        ("voices:\n  fr:\n    model: x\n    degrade_to: nope\n", "F:4 voices/fr/degrade_to: 'nope' is not int8"),
         ("device:\n  id: 'a/b'\n", "F:2 device/id:"),
         ('device:\n  id: "hall-1\\n"\n', "F:2 device/id:"),  # a newline would end up in every topic
         ("device:\n  groups: [ok, 'no#']\n", "F:2 device/groups/1:"),
@@ -235,4 +237,7 @@ def test_degrade_to_names_a_voice_or_an_onnx_file() -> None:
     )
     assert (config.voice.degrade_to, config.voice.degrade_rtf) == ("fast", 0.6)
     assert config.voices["fr"].degrade_to == "/v/fr-int8.onnx" and config.voices["fr"].degrade_rtf == 0.8
-    assert config.voices["fast"].degrade_to is None
+    # By default a voice degrades to its own int8 variant (edgetts.daemon.pacing.int8); null: to nothing.
+    assert config.voices["fast"].degrade_to == "int8"
+    assert parse_config("voice:\n  degrade_to: null\n").voice.degrade_to is None
+    assert parse_config("voice:\n  degrade_to: int8\n").voice.degrade_to == "int8"

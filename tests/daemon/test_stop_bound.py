@@ -161,7 +161,7 @@ def test_a_stop_waits_for_the_reload_in_progress(reload_rig: _ReloadRig, caplog:
     # waits for the reload to end. The load is released once the stop says it waits for it (or, were
     # it not to wait, once it has logged `stopped`: the positive event that it went on without it).
     reload_rig.start(reload_wait_s=30.0)
-    with caplog.at_level(logging.INFO, logger="edgetts.daemon.loop"):
+    with caplog.at_level(logging.INFO, logger="edgetts.daemon"):
         reload_rig.reload_then_stop()
         first = _first_logged(caplog, ("stopping: waiting for the reload in progress", "stopped"), 20)
         reload_rig.release.set()
@@ -178,7 +178,7 @@ def test_a_reload_that_does_not_end_holds_the_stop_only_so_long(
 ) -> None:
     # The wait is bounded (reload_wait_s; RELOAD_WAIT_S in the daemon), and says why it gave up.
     reload_rig.start(reload_wait_s=0.5)
-    with caplog.at_level(logging.WARNING, logger="edgetts.daemon.loop"):
+    with caplog.at_level(logging.WARNING, logger="edgetts.daemon"):
         reload_rig.reload_then_stop()
         assert reload_rig.thread is not None
         reload_rig.thread.join(10)

@@ -63,7 +63,8 @@ class DaemonRig:
 
     ``voices``: model name -> fake voice (edgetts.daemon.loop.DaemonOptions'
     loader seam), or None for the real loader (edgetts.voice.catalog), whose
-    voices record what they are asked to say in :attr:`said`.
+    voices record what they are asked to say in :attr:`said`; ``loader``: a loader of the
+    test's own instead; ``int8_command``: DaemonOptions.int8_command.
     """
 
     def __init__(
@@ -76,6 +77,8 @@ class DaemonRig:
         notifier: Any = None,
         stream_factory: Any = None,
         services: Any = None,
+        loader: Any = None,
+        int8_command: Any = None,
     ) -> None:
         from edgetts.config import load_config
         from edgetts.daemon.loop import Daemon, DaemonOptions
@@ -87,8 +90,11 @@ class DaemonRig:
         """(model, text options) of every voice load, in order."""
         self.said: list[str] = []
         """Every text a real voice was asked to speak (calibration included), in order."""
-        loader = _real_loader(self.loads, self.said) if voices is None else _fake_loader(voices, self.loads)
-        options = DaemonOptions(voice_loader=loader, install_signals=False, notifier=notifier)
+        if loader is None:
+            loader = _real_loader(self.loads, self.said) if voices is None else _fake_loader(voices, self.loads)
+        options = DaemonOptions(
+            voice_loader=loader, install_signals=False, notifier=notifier, int8_command=int8_command
+        )
         if stream_factory is not None:
             options.stream_factory = stream_factory
         if services is not None:  # (config -> list of edgetts.daemon.inbound.services.Service)
@@ -188,7 +194,8 @@ def daemon_rig(
     """Makes :class:`DaemonRig`s against the test broker and the ALSA capture; all closed in teardown.
 
     ``make(voice=None, *, real_voices=False, config=None, device=None, clips=None,
-    notifier=None, stream_factory=None, services=None, online_timeout=15.0, **config_yaml_args)``: the fake
+    notifier=None, stream_factory=None, services=None, loader=None, int8_command=None, online_timeout=15.0,
+    **config_yaml_args)``: the fake
     default voice (model `default`) is ``voice`` (a new FakeVoice when None), beside a 16 kHz
     fake for model `alt`; ``real_voices`` uses the real loader instead.
     ``config``: a config file to run as it is; else one is written from ``config_yaml`` with
@@ -207,6 +214,8 @@ def daemon_rig(
         notifier: Any = None,
         stream_factory: Any = None,
         services: Any = None,
+        loader: Any = None,
+        int8_command: Any = None,
         online_timeout: float | None = 15.0,
         **cfg: Any,
     ) -> DaemonRig:
@@ -226,7 +235,15 @@ def daemon_rig(
             else {"default": FakeVoice() if voice is None else voice, "alt": FakeVoice("alt", 16000)}
         )
         rig = DaemonRig(
-            config, mosquitto, alsa_capture, fakes, notifier=notifier, stream_factory=stream_factory, services=services
+            config,
+            mosquitto,
+            alsa_capture,
+            fakes,
+            notifier=notifier,
+            stream_factory=stream_factory,
+            services=services,
+            loader=loader,
+            int8_command=int8_command,
         )
         rigs.append(rig)
         if online_timeout is not None:

@@ -8,10 +8,12 @@ minute of runs and the assets in force, which voice speaks an announcement.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from edgetts.daemon.assets import Assets
 from edgetts.daemon.health import Health
+from edgetts.daemon.pacing.int8 import Int8Wanted
 from edgetts.daemon.pacing.speed import Governor, Plan, SpeedSample
 from edgetts.daemon.pacing.variants import Variant
 
@@ -35,6 +37,9 @@ class Degrade:
     def __init__(self, health: Health, governor: Governor | None = None) -> None:
         self._health = health
         self.governor = governor or Governor()
+        self.make_int8: Callable[[Int8Wanted], object] | None = None
+        """Asked for a voice found too slow whose `degrade_to: int8` variant is not made yet
+        (the loop's edgetts.daemon.pacing.int8.Int8Builder)."""
 
     def on_sample(self, sample: SpeedSample, assets: Assets) -> None:
         """From the loop: a synthesis run ended."""
@@ -45,6 +50,10 @@ class Degrade:
     def refresh(self, assets: Assets) -> None:
         """Decide again (runs age out of the window; a reload changes voices and limits)."""
         reason = self.governor.update(speed_plans(assets), assets.speed_cost)
+        if self.make_int8 is not None:
+            for name in self.governor.too_slow():
+                if name in assets.int8_wanted:
+                    self.make_int8(assets.int8_wanted[name])
         if reason is None:
             if "speed" in self._health:
                 _LOGGER.info("speed: every voice keeps up again")

@@ -188,6 +188,10 @@ class Governor:
             _LOGGER.warning("speaking with variants: %s (was %s)", self._in_use or "none", before or "none")
         return "; ".join(_reason(n, self._slow[n], plans[n]) for n in sorted(self._slow)) or None
 
+    def too_slow(self) -> list[str]:
+        """The voices found too slow now (with or without a variant to speak instead)."""
+        return sorted(self._slow)
+
     def variant_in_use(self, name: str) -> str | None:
         """The degrade_to that speaks for voice ``name`` now, or None (the full voice)."""
         return self._in_use.get(name)
