@@ -12,6 +12,7 @@ test_quantize_static.py checks where `--cache` puts it).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -37,7 +38,7 @@ if mode == "hang":
     time.sleep(120)
 os.makedirs(os.path.dirname(output), exist_ok=True)
 config = json.load(open(model + ".json"))
-config["edgetts_variant"] = {"mode": "static", "speed_ratio": 0.25}
+config["edgetts_variant"] = {"mode": "static", "speed_ratio": 1.0 if mode == "no faster" else 0.25}
 json.dump(config, open(output + ".json", "w"))
 shutil.copyfile(model, output + ".part")
 os.replace(output + ".part", output)
@@ -131,6 +132,29 @@ def test_a_variant_that_cannot_be_made_is_said_once_and_the_voice_goes_on(daemon
     reason = rig.probe.wait_status(lambda s: any(d["what"] == "speed" for d in s["degraded"]), 10)["degraded"]
     assert any(d["what"] == "speed" and d["reason"].endswith("no degrade_to variant to speak instead") for d in reason)
     assert not any("-int8-" in m for m in loads)
+
+
+def test_a_variant_no_faster_than_its_voice_is_not_spoken_with(
+    daemon_rig: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its maker measured it at the voice's own speed (x86 here, at 2 threads: 1.00): the voice's
+    exact samples are kept, and the status says there is no variant to speak instead."""
+    caplog.set_level(logging.INFO, logger="edgetts.daemon.pacing.int8")
+    loads: list[str] = []
+    record = tmp_path / "made.jsonl"
+    rig: DaemonRig = daemon_rig(
+        real_voices=True, loader=_slow_loader(loads, []), int8_command=_command(record, "no faster")
+    )
+    rig.say("n1", "Hello there.")
+    _wait(lambda: _records(record), 30, "the int8 variant was never asked for")
+    _wait(lambda: "its int8 variant is not faster here" in caplog.text, 30, "the assets were not built again")
+    for n in range(2, 4):
+        started = rig.say(f"n{n}", "Hello again.")
+        assert started["voice"] == "default" and "variant" not in started, started
+    status = rig.probe.wait_status(lambda s: any(d["what"] == "speed" for d in s["degraded"]), 10)
+    assert "default/degrade_to" not in status["speed"]["voices"]
+    assert any(d["reason"].endswith("no degrade_to variant to speak instead") for d in status["degraded"])
+    assert len(_records(record)) == 1 and not any("-int8-" in m for m in loads)
 
 
 def test_a_variant_being_made_is_ended_with_the_daemon(daemon_rig: Any, tmp_path: Path) -> None:

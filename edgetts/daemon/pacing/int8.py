@@ -27,6 +27,10 @@ from edgetts.vocabulary import DEGRADE_INT8
 
 _LOGGER = logging.getLogger(__name__)
 
+FASTER = 0.95
+"""The most of its voice's time (as its maker measured it) an int8 variant may take to be spoken
+with: one no faster would trade the voice's exact samples, and maybe its streaming, for nothing."""
+
 
 @dataclass(frozen=True)
 class Int8Wanted:
@@ -56,7 +60,7 @@ def int8_variants(
     wanted: dict[str, Int8Wanted] = {}
     if cache is None:
         return found, wanted
-    from edgetts.voice.piper.int8_variant import int8_path
+    from edgetts.voice.piper.int8_variant import int8_path, speed_ratio
 
     for name, settings in config.all_voices().items():
         model = getattr(voices.get(name), "model_path", None)
@@ -69,6 +73,10 @@ def int8_variants(
             continue
         if not path.is_file():
             wanted[name] = Int8Wanted(model, path)
+            continue
+        ratio = speed_ratio(path)
+        if ratio is None or ratio > FASTER:
+            _LOGGER.info("voice %s: its int8 variant is not faster here (x%s its time): not used", name, ratio)
             continue
         key = variant_key(name)
         settings = replace(settings, model=str(path), degrade_to=None, accelerator="cpu")
@@ -169,4 +177,4 @@ def _idle() -> None:
         pass
 
 
-__all__ = ["Int8Builder", "Int8Built", "Int8Wanted", "derived_measures", "int8_variants"]
+__all__ = ["FASTER", "Int8Builder", "Int8Built", "Int8Wanted", "derived_measures", "int8_variants"]
