@@ -76,7 +76,8 @@ def int8_variants(
             continue
         ratio = speed_ratio(path)
         if ratio is None or ratio > FASTER:
-            _LOGGER.info("voice %s: its int8 variant is not faster here (x%s its time): not used", name, ratio)
+            said = "no measured speed" if ratio is None else f"{ratio:.2f}x the voice's time where it was made"
+            _LOGGER.info("voice %s: its int8 variant is not faster here (%s): not used", name, said)
             continue
         key = variant_key(name)
         settings = replace(settings, model=str(path), degrade_to=None, accelerator="cpu")
@@ -116,6 +117,8 @@ class Int8Builder:
         self._asked: set[Path] = set()
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._one = threading.Lock()
+        """Held while a variant is made: two at once would only share the idle CPU and double the memory."""
         self._stopping = False
 
     def request(self, wanted: Int8Wanted) -> bool:
@@ -129,20 +132,25 @@ class Int8Builder:
         return True
 
     def _make(self, wanted: Int8Wanted) -> None:
-        try:
-            proc = subprocess.Popen(
-                self._command(wanted.model, wanted.output),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                # (the child makes two system calls before exec, and takes no lock: safe beside threads)
-                preexec_fn=_idle,  # noqa: PLW1509
-            )
-        except OSError as exc:
-            self._post(Int8Built(wanted.output, f"cannot start it: {exc}"))
-            return
-        with self._lock:
-            self._proc = proc
+        with self._one:
+            with self._lock:  # (started under the lock: a stop meanwhile finds it, or prevents it)
+                if self._stopping:
+                    return
+                try:
+                    self._proc = proc = subprocess.Popen(
+                        self._command(wanted.model, wanted.output),
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        # (two system calls in the child before exec, no lock taken: safe beside threads)
+                        preexec_fn=_idle,  # noqa: PLW1509
+                    )
+                except OSError as exc:
+                    self._post(Int8Built(wanted.output, f"cannot start it: {exc}"))
+                    return
+            self._wait(wanted, proc)
+
+    def _wait(self, wanted: Int8Wanted, proc: subprocess.Popen[bytes]) -> None:
         _, err = proc.communicate()
         with self._lock:
             self._proc = None
