@@ -238,8 +238,16 @@ def test_a_full_disk_is_found_before_and_while_writing(site: Site, tmp_path: Pat
 
 def test_ctrl_c_during_a_download_leaves_nothing(site: Site) -> None:
     site.server.fault(catalog_key(DE, ".onnx"), "stall")
+    # Ctrl-C as a terminal gives it: an asynchronous job of a shell without job control (as CI
+    # runners and flake-check's own background runs start it) hands its children SIGINT ignored,
+    # and Python then leaves it ignored: the install went on to its stalled read (two clean-clone
+    # runs, "still running 20 s after SIGINT").
+    interactive = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv[0] = 'edgetts'; runpy.run_module('edgetts.cli', run_name='__main__')"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "edgetts.cli", "voices", "install", DE, "--config", str(site.config)],
+        [sys.executable, "-c", interactive, "voices", "install", DE, "--config", str(site.config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
