@@ -4,6 +4,7 @@ its sd_notify messages follow the protocol (in-process daemon, fake voice)."""
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,21 @@ def test_sd_notify_ready_watchdog_stopping(daemon_rig, notify_socket: NotifySock
     assert ready < stopping and first_wd < stopping
     assert Notifier({}).notify("READY=1") is False  # not under systemd: a no-op
     assert Notifier({"NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "5", "WATCHDOG_PID": "1"}).watchdog_s is None
+
+
+def test_the_notify_stand_in_keeps_every_datagram_unread_for_long(notify_socket: NotifySocket) -> None:
+    """Like systemd, it reads all the time: 30 pings then STOPPING=1 with no test reading between
+    (a socket queues 10; the daemon's sends do not block, so an unread stand-in lost STOPPING=1).
+    The batches fit the queue: a verdict on the stand-in, not on how soon a busy machine runs it."""
+    notifier = Notifier({"NOTIFY_SOCKET": str(notify_socket.path)})
+    sent = []
+    for _ in range(3):  # three queues' worth, a second apart: the stand-in's own reads must empty them
+        sent += [notifier.watchdog() for _ in range(10)]
+        time.sleep(1.0)
+    sent.append(notifier.stopping("bye"))
+    assert all(sent)
+    msgs = notify_socket.collect(lambda m: any(x.startswith("STOPPING=1") for x in m), 5)
+    assert msgs.count("WATCHDOG=1") == 30 and msgs[-1] == "STOPPING=1\nSTATUS=bye"
 
 
 class V311OnlyBroker:
