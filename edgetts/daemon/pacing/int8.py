@@ -81,7 +81,7 @@ def int8_variants(
             continue
         key = variant_key(name)
         settings = replace(settings, model=str(path), degrade_to=None, accelerator="cpu")
-        found[key] = LazyVoice(path, voices[name].sample_rate, _loader(load, key, settings))
+        found[key] = LazyVoice(path, voices[name].sample_rate, _loader(load, key, settings), ratio)
     return found, wanted
 
 
@@ -94,16 +94,13 @@ def _loader(
 def derived_measures(variants: dict[str, Voice], level: dict[str, float | None], cost: dict[str, float]) -> None:
     """Loudness and cost of each int8 variant not loaded yet, from its voice's: the variant keeps the
     voice's loudness (within a dB: the quality gate), and costs the ratio its maker measured."""
-    from edgetts.voice.piper.int8_variant import speed_ratio
-
     for key, voice in variants.items():
         if not isinstance(voice, LazyVoice) or key in level:
             continue
         name = key.removesuffix("/degrade_to")
         level[key] = level.get(name)
-        ratio = speed_ratio(voice.path)
-        if ratio is not None and name in cost:
-            cost[key] = cost[name] * ratio
+        if name in cost:
+            cost[key] = cost[name] * voice.cost_ratio
 
 
 class Int8Builder:

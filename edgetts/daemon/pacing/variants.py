@@ -48,8 +48,10 @@ def file_variants(config: Config) -> dict[str, VoiceModelSettings]:
 class LazyVoice:
     """A voice loaded by ``load`` when it first speaks (on the synthesis thread), then kept."""
 
-    def __init__(self, path: Path, sample_rate: int, load: Callable[[], Voice]) -> None:
+    def __init__(self, path: Path, sample_rate: int, load: Callable[[], Voice], cost_ratio: float) -> None:
         self.path = path
+        self.cost_ratio = cost_ratio
+        """Its synthesis time over its voice's, as measured where it was made."""
         self._name = path.stem
         self._rate = sample_rate
         self._load = load
@@ -63,10 +65,6 @@ class LazyVoice:
     @property
     def sample_rate(self) -> int:
         return self._rate
-
-    @property
-    def loaded(self) -> bool:
-        return self._voice is not None
 
     def synthesize(self, text: str | Prepared, config: SynthesisConfig | None = None) -> Iterator[AudioChunk]:
         with self._lock:
