@@ -122,7 +122,9 @@ def measure(corpus: Path, length: int, runs: int, threads: int) -> dict[str, Any
 
     voice = _load(length, threads)
     front = Path(voice.split.front)
-    dynamic, folded = voice.session.dynamic, voice.session.folded[length]
+    # Both through FrontSessions: a folded front takes its noise's integers from numpy (front_noise).
+    dynamic = front_fold.FrontSessions(voice.session.dynamic, {})
+    folded = front_fold.FrontSessions(voice.session.dynamic, {length: voice.session.folded[length]})
     prefixes = _prefixes(voice, corpus, length)
     feeds = [_feeds(voice, ids, seed) for ids in prefixes for seed in SEEDS]
     folded_bytes = front_fold.fold_front(front.read_bytes(), length)

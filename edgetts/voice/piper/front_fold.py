@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from edgetts.voice.piper.front_fuse import fuse_layer_norms
+from edgetts.voice.piper.front_noise import BITS_INPUT, cut_noise_bits, noise_bits_feeds
 from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, seed_feed
 
-FOLD_VERSION = "1"
+FOLD_VERSION = "3"
 """Bump when :func:`fold_front` changes: cached folded fronts are then made again."""
 
 TOLERANCE = 1e-4
@@ -37,7 +39,8 @@ TOLERANCE = 1e-4
 shapes onnxruntime may choose other kernels (fused ops, other loop splits), whose float32 roundings
 differ in the last bits; 1e-4 on latents of magnitude ~1 is -80 dB, far under the 30 dB the split's
 windows are held to.  The durations (whole frames) must be equal, the noise identical.  Measured here:
-0 on every output (docs/streaming.md, "The front at fixed lengths")."""
+1.1e-5 with the layer norms fused (:mod:`.front_fuse`), 0 without (docs/streaming.md, "The front at
+fixed lengths")."""
 
 _MAX_ELEMENTS = 1 << 20
 """Largest tensor made a constant (a bigger one would cost more memory than its operators cost time)."""
@@ -69,6 +72,8 @@ def fold_front(front: bytes, length: int) -> bytes:
     _fold(model)
     if _dense_masks(model, *_inferred(model)):
         _fold(model)
+    fuse_layer_norms(model)
+    cut_noise_bits(model, _inferred(model)[0])
     graph = model.graph
     used = {name for node in graph.node for name in node.input}
     kept = [init for init in graph.initializer if init.name in used]
@@ -445,10 +450,12 @@ def check_folded(
     probe = make_session(with_outputs(folded_model, noise))
     del folded_model
     inputs = {i.name for i in dynamic.get_inputs()}
+    probe_inputs = [i.name for i in probe.get_inputs()]
     worst = 0.0
     for feed in feeds:
         given = {name: value for name, value in feed.items() if name in inputs}
-        want, got = dynamic.run(noise + outputs, given), probe.run(noise + outputs, given)
+        want = dynamic.run(noise + outputs, given)
+        got = probe.run(noise + outputs, {**given, **noise_bits_feeds(probe_inputs, given)})
         for name, a, b in zip(noise + outputs, want, got):  # the noise first: it must be exact
             if a.shape != b.shape or a.dtype != b.dtype:
                 raise FoldError(f"{name}: {b.dtype}{list(b.shape)} where the front gives {a.dtype}{list(a.shape)}")
@@ -471,10 +478,15 @@ class FrontSessions:
     def __init__(self, dynamic: Any, folded: Mapping[int, Any]) -> None:
         self.dynamic = dynamic
         self.folded = dict(folded)
+        self._bits = {n: [i.name for i in s.get_inputs() if i.name.startswith(BITS_INPUT)] for n, s in folded.items()}
+        """Per folded length, its inputs of noise integers (front_noise)."""
 
     def run(self, outputs: Sequence[str] | None, feeds: Mapping[str, np.ndarray], run_options: Any = None) -> Any:
         ids = feeds.get("input")
         session = self.folded.get(int(ids.shape[-1]), self.dynamic) if ids is not None else self.dynamic
+        bits = self._bits.get(int(ids.shape[-1])) if ids is not None and session is not self.dynamic else None
+        if bits:  # a folded front takes its noise's integers computed in numpy (front_noise)
+            feeds = {**feeds, **noise_bits_feeds(bits, feeds)}
         return session.run(outputs, feeds, run_options)
 
     def __getattr__(self, name: str) -> Any:

@@ -125,6 +125,17 @@ def noise_keys(seed: int, count: int = NOISE_KEYS) -> np.ndarray:
     return np.asarray(_hash((base + streams) % _P, 2), dtype=np.int64)
 
 
+def uniform_bits(keys: np.ndarray, key: int, rows: int, cols: int) -> np.ndarray:
+    """The integers (rows, cols) a uniform draw hashed from keys ``key`` (its columns') and ``key`` + 1
+    (its rows') computes before they become floats: what :func:`_uniform`'s graph computes, in numpy's
+    int64 arithmetic (every product below 2^62: equal bit for bit).  A folded front takes them as
+    inputs (:mod:`.front_noise`)."""
+    col = _hash((int(keys[key]) + np.arange(cols, dtype=np.int64)) % _P)
+    row = _hash((int(keys[key + 1]) + np.arange(rows, dtype=np.int64)) % _P, 1)
+    x = (row[:, np.newaxis] + col[np.newaxis, :]) % _P
+    return np.asarray((x * x % _P) * x % _P, dtype=np.int64)
+
+
 # -- the transform -------------------------------------------------------------------
 class _Builder:
     """New nodes and shared constants, named under one prefix."""
