@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from edgetts.voice.piper.front_fuse import fuse_layer_norms
+from edgetts.voice.piper.front_moves import gather_moves, pad_into_conv
 from edgetts.voice.piper.front_noise import BITS_INPUT, cut_noise_bits, noise_bits_feeds
 from edgetts.voice.piper.seeded_noise import NOISE_SEED_INPUT, seed_feed
 
-FOLD_VERSION = "3"
+FOLD_VERSION = "4"
 """Bump when :func:`fold_front` changes: cached folded fronts are then made again."""
 
 TOLERANCE = 1e-4
@@ -73,6 +74,8 @@ def fold_front(front: bytes, length: int) -> bytes:
     if _dense_masks(model, *_inferred(model)):
         _fold(model)
     fuse_layer_norms(model)
+    pad_into_conv(model)
+    gather_moves(model, *_inferred(model))
     cut_noise_bits(model, _inferred(model)[0])
     graph = model.graph
     used = {name for node in graph.node for name in node.input}
@@ -129,6 +132,11 @@ def _inferred(model: Any) -> tuple[dict[str, list[int] | None], dict[str, int]]:
         shapes[init.name] = [int(d) for d in init.dims]
         types[init.name] = int(init.data_type)
     return shapes, types
+
+
+def static_shapes(model: Any) -> tuple[dict[str, list[int] | None], dict[str, int]]:
+    """Each tensor's shape where all of it is known (else None), and its onnx element type."""
+    return _inferred(model)
 
 
 # -- constants -----------------------------------------------------------------------
