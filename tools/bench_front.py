@@ -14,7 +14,7 @@ folded front made in the model cache, ``EDGETTS_CACHE_DIR`` or ~/.cache/edgetts)
 - ``front_ms_before`` / ``front_ms_after``: medians over ``--runs`` runs of each, alternating (machine
   noise hits both alike), at ``--threads`` intra-op threads (1 by default: a board's core);
 - ``max_abs_diff``: the largest difference of their outputs over those sentences at three seeds with the
-  voice's noise (front_fold.check_folded, which also requires the noise to be identical).
+  voice's noise (front_check.check_folded, which also requires the noise to be identical).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def measure(corpus: Path, length: int, runs: int, threads: int) -> dict[str, Any
     import onnx
 
     from edgetts.voice.onnx_session import RuntimeOptions, create_session
-    from edgetts.voice.piper import front_fold
+    from edgetts.voice.piper import front_check, front_fold
 
     voice = _load(length, threads)
     front = Path(voice.split.front)
@@ -129,7 +129,7 @@ def measure(corpus: Path, length: int, runs: int, threads: int) -> dict[str, Any
     feeds = [_feeds(voice, ids, seed) for ids in prefixes for seed in SEEDS]
     folded_bytes = front_fold.fold_front(front.read_bytes(), length)
     make_session = lambda source: create_session(source, RuntimeOptions(threads=threads))  # noqa: E731
-    diff = front_fold.check_folded(front.read_bytes(), folded_bytes, feeds, make_session)
+    diff = front_check.check_folded(front.read_bytes(), folded_bytes, feeds, make_session)
     before, after = _times([dynamic, folded], [_feeds(voice, ids, 1) for ids in prefixes], runs)
     return {
         "ops_before": optimised_ops(front),

@@ -21,7 +21,7 @@ from edgetts.engine import SynthesisConfig
 from edgetts.text.prepare import TextOptions
 from edgetts.voice.catalog import default_voice_path
 from edgetts.voice.onnx_session import RuntimeOptions
-from edgetts.voice.piper import front_fold, front_noise, split_cache
+from edgetts.voice.piper import front_check, front_fold, front_noise, split_cache
 from edgetts.voice.piper.check_feeds import model_feeds
 from edgetts.voice.piper.front_fold import FOLD_VERSION, TOLERANCE, FoldError, FrontSessions
 from edgetts.voice.piper.front_noise import BITS_INPUT, noise_bits_feeds
@@ -78,10 +78,10 @@ def _probe(model: Path, noise: list[str] | None = None) -> tuple[ort.InferenceSe
     outputs, noise)."""
     proto = onnx.load(str(model))
     outputs = [o.name for o in proto.graph.output]
-    noise = front_fold.noise_outputs(proto) if noise is None else noise
+    noise = front_check.noise_outputs(proto) if noise is None else noise
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(front_fold.with_outputs(proto, noise), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(front_check.with_outputs(proto, noise), options, providers=["CPUExecutionProvider"])
     return session, outputs, noise
 
 
@@ -269,8 +269,8 @@ def test_the_check_requires_the_noise_bit_for_bit() -> None:
     front = model.SerializeToString()
     folded = front_fold.fold_front(front, 5)
     check = [{"input": np.array([[3, 1, 4, 1, 5]], np.int64), "scales": np.array([0.0, 1.0, 0.0], np.float32)}]
-    feeds = front_fold.fold_feeds(check, 5)
-    assert front_fold.check_folded(front, folded, feeds, _session) == 0.0
+    feeds = front_check.fold_feeds(check, 5)
+    assert front_check.check_folded(front, folded, feeds, _session) == 0.0
     tampered = onnx.load_from_string(folded)
     # The generator's float64 constants (Box-Muller's, the uniforms' scale) a millionth off: its
     # integers are computed outside the folded graph now (front_noise; the next test holds those).
@@ -279,7 +279,7 @@ def test_the_check_requires_the_noise_bit_for_bit() -> None:
         if init.name.startswith("edgetts_noise/") and not init.dims and value.dtype == np.float64:
             init.CopyFrom(numpy_helper.from_array(np.asarray(value * (1 + 1e-6), dtype=value.dtype), init.name))
     with pytest.raises(FoldError, match="noise"):
-        front_fold.check_folded(front, tampered.SerializeToString(), feeds, _session)
+        front_check.check_folded(front, tampered.SerializeToString(), feeds, _session)
 
 
 def test_the_noise_integers_computed_outside_the_graph_are_held_to_the_graph_s(
@@ -291,9 +291,9 @@ def test_the_noise_integers_computed_outside_the_graph_are_held_to_the_graph_s(
     cut = [i.name for i in onnx.load_from_string(folded).graph.input if i.name.startswith(BITS_INPUT)]
     assert len(cut) == 2  # the normal's two uniforms, their hashing in numpy now
     check = [{"input": np.array([[3, 1, 4, 1, 5]], np.int64), "scales": np.array([0.0, 1.0, 0.0], np.float32)}]
-    feeds = front_fold.fold_feeds(check, 5)
-    assert front_fold.check_folded(front, folded, feeds, _session) == 0.0
+    feeds = front_check.fold_feeds(check, 5)
+    assert front_check.check_folded(front, folded, feeds, _session) == 0.0
     right = front_noise.uniform_bits
     monkeypatch.setattr(front_noise, "uniform_bits", lambda *args: right(*args) ^ 1)  # one bit off
     with pytest.raises(FoldError, match="noise"):
-        front_fold.check_folded(front, folded, feeds, _session)
+        front_check.check_folded(front, folded, feeds, _session)

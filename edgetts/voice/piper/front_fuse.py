@@ -8,7 +8,7 @@ each a fixed cost per run that a board's core pays many times over.  :func:`fuse
 replaces each chain by ``LayerNormalization`` (opset 17, over the last axis as the chain is), raising
 the model's opset from 15 or 16 to 17: no operator the front holds changed meaning between them.
 
-Its float rounding differs from the chain's in the last bits; :func:`.front_fold.check_folded` holds
+Its float rounding differs from the chain's in the last bits; :func:`.front_check.check_folded` holds
 the folded front to the dynamic one as before (outputs within its tolerance, durations equal).
 """
 

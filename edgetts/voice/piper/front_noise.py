@@ -7,7 +7,7 @@ fixed length every uniform's shape is known, so :func:`cut_noise_bits` makes eac
 (``h``, before they become floats) an input of the folded front, ``edgetts_noise_bits.<key>.<rows>x<cols>``
 (``key``: the uniform's first key in the ``noise_seed`` feed), and :func:`noise_bits_feeds` computes
 them with numpy's int64 arithmetic, which is the graph's: every product stays below 2^62, so the
-integers are equal bit for bit (:func:`.front_fold.check_folded` requires the noise identical).  What
+integers are equal bit for bit (:func:`.front_check.check_folded` requires the noise identical).  What
 turns them into normals (float64 Box-Muller) stays in the graph, unchanged.
 """
 

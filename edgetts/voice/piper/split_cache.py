@@ -26,7 +26,7 @@ import onnxruntime as ort
 from edgetts.errors import VoiceError
 from edgetts.voice.model_cache import checksum, exclusive, prepare_dir
 from edgetts.voice.onnx_session import RuntimeOptions, create_session
-from edgetts.voice.piper import front_fold
+from edgetts.voice.piper import front_check, front_fold
 from edgetts.voice.piper.graph_split import SPLIT_VERSION, MakeSession, SplitError, SplitModels, split_model
 from edgetts.voice.piper.seeded_noise import SeededNoiseError
 
@@ -342,8 +342,8 @@ def _fold_checked(
     it cannot be made or differs (a lack of memory or disk passes up: it may work at the next load)."""
     try:
         folded = front_fold.fold_front(front, length)
-        feeds = front_fold.fold_feeds(check_feeds(), length)
-        diff = front_fold.check_folded(front, folded, feeds, lambda source: create_session(source, runtime))
+        feeds = front_check.fold_feeds(check_feeds(), length)
+        diff = front_check.check_folded(front, folded, feeds, lambda source: create_session(source, runtime))
     except (front_fold.FoldError, MemoryError, OSError):
         raise
     except Exception as err:  # onnx / onnxruntime on a graph the fold did not foresee
