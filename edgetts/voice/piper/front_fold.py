@@ -12,12 +12,16 @@ the front of one length (batch 1, ``input_lengths`` equal to it):
 3. the duration predictor's spline dense: it indexes with boolean masks (NonZero, then GatherND and
    ScatterND: shapes that depend on values), now every position is computed, zeros where the mask is
    false, and the mask chooses (Where) what is written back.  The spline acts on each position alone,
-   so the chosen positions compute what they did; the others compute on zeros and are dropped.
+   so the chosen positions compute what they did; the others compute on zeros and are dropped;
+4. each spelled-out layer norm one ``LayerNormalization`` (:mod:`.front_fuse`);
+5. each run of value-moving operators one gather, each zero Pad before a convolution its own padding
+   (:mod:`.front_moves`);
+6. the integers of each noise draw of a fixed shape an input computed by numpy (:mod:`.front_noise`).
 
 What depends on the ids, scales and seed is computed as before: the seeded noise (:mod:`.seeded_noise`)
 is the same integer and float64 operations on tensors of the same shapes, so it is identical.
-:func:`.front_check.check_folded` holds a folded front to that (noise bit for bit, outputs within TOLERANCE) on
-sentences of the voice, some with noise large enough to reach the spline's tails.
+:func:`.front_check.check_folded` holds a folded front to that (noise bit for bit, outputs within
+TOLERANCE) on sentences of the voice, some with noise large enough to reach the spline's tails.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 VITS normalises over channels with ``F.layer_norm`` between two transposes, which the export at
 opset 15 spells out as nine operators (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
 onnxruntime fuses that chain only over a tensor's last axis, and its transpose optimiser first moves
-the transposes through it, so all 30 of the joe voice's front stay unfused: 270 of its operators,
+the transposes through it, so all 36 of the joe voice's front stay unfused: 324 of its operators,
 each a fixed cost per run that a board's core pays many times over.  :func:`fuse_layer_norms`
 replaces each chain by ``LayerNormalization`` (opset 17, over the last axis as the chain is), raising
 the model's opset from 15 or 16 to 17: no operator the front holds changed meaning between them.
