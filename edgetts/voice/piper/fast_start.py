@@ -11,6 +11,7 @@ computes.  See docs/streaming.md, "Fast start".
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from edgetts.engine import SynthesisConfig
 from edgetts.voice.piper.graph_split import SplitModels
 from edgetts.voice.piper.lead import Windows
 from edgetts.voice.piper.model_config import PiperVoiceConfig
+from edgetts.voice.piper.speed import SpeedModel
 from edgetts.voice.piper.streaming import (
     FLOW_REACH,
     Latent,
@@ -36,6 +38,7 @@ class SplitVoice(Protocol):
 
     split: SplitModels | None
     config: PiperVoiceConfig
+    speed: SpeedModel
 
     def front(self, ids: Sequence[int], config: SynthesisConfig, names: list[str]) -> dict[str, np.ndarray]: ...
 
@@ -99,6 +102,18 @@ def _windows(
         yield joiner.piece(audio, lo, start, end, final), last
 
 
+def _whole_front(voice: SplitVoice, ids: Sequence[int], config: SynthesisConfig) -> dict[str, np.ndarray]:
+    """The whole sentence's front outputs, what it took told to the speed model (the plan reckons
+    this run apart: it runs while the prefix's windows decode)."""
+    split = voice.split
+    assert split is not None
+    predicted = voice.speed.cost("front")(len(ids))
+    started = time.perf_counter()
+    whole = voice.front(ids, config, [*split.front_outputs, split.durations])
+    voice.speed.record_busy_front(predicted, time.perf_counter() - started)
+    return whole
+
+
 def _jobs(
     voice: SplitVoice,
     ids: Sequence[int],
@@ -124,7 +139,7 @@ def _jobs(
         yield (lo, start, end, False, False), head_latent.window(lo, hi)
     # The whole sentence, spliced after the prefix's first `keep` ids.  With window workers its
     # front runs here while the prefix's last windows decode.
-    whole = voice.front(ids, config, [*split.front_outputs, split.durations])
+    whole = _whole_front(voice, ids, config)
     spliced = splice_frames(head, whole, whole.pop(split.durations), keep)
     latent = Latent(spliced, flow, split.frame_inputs[0], FLOW_REACH)
     told(latent.frames, len(ids))

@@ -386,7 +386,8 @@ def _streamed(
             rest = [(safe + a, safe + b) for a, b in plan_windows(frames - safe, following, windows.growth, largest)]
             tail = _decode(frames, rest, split, rate, speed, safe + split.margin)
             head[0] = (head[0][0] + front(limit), *head[0][1:])
-            tail[0] = (tail[0][0] + front(item.ids), *tail[0][1:])
+            # That front runs while the prefix's windows decode: it takes longer than one alone.
+            tail[0] = (tail[0][0] + front(item.ids) * speed.busy_front, *tail[0][1:])
             return head + tail
     out = _decode(frames, plan_windows(frames, windows.first, windows.growth, largest), split, rate, speed, 0)
     # A prefix too short for a first window was still run (the voice finds out from its durations).
