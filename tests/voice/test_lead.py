@@ -439,7 +439,13 @@ def test_fast_start_s_whole_front_is_reckoned_as_slow_as_it_has_been(shape: Shap
     there was short of its start by that much.  The speed model learns the ratio and the lead grows."""
     item = Item(ids=200, first_in_text=True, word_ends=tuple(range(5, 200, 6)))
     fast = (Windows(4, 8.0, prefix=64),)
-    speed = SpeedModel(assumed=PI4, frames_per_id=2.2)
+    pinned = SpeedModel(assumed=PI4, frames_per_id=2.2)
+    pinned.record_busy_front(predicted=0.4, seconds=0.8)
+    assert pinned.busy_front == 1.0  # an assumed front cost plans the same whatever runs took
+    speed = SpeedModel(assumed={k: c for k, c in PI4.items() if k != "front"}, frames_per_id=2.2)
+    for _ in range(60):  # the front's fit learned: PI4's front, at two lengths
+        speed.record("front", 64, PI4["front"](64))
+        speed.record("front", 200, PI4["front"](200))
     assert speed.busy_front == 1.0
     before = lead_s([item], shape, speed, fast)
     for _ in range(8):

@@ -96,8 +96,9 @@ class SpeedModel:
     def record_busy_front(self, predicted: float, seconds: float) -> None:
         """Fast start's whole-sentence front, predicted ``predicted`` by the front's fit before it ran,
         took ``seconds`` (wall).  It runs while the prefix's windows decode: on a board's profile it
-        measured 1.4-1.7x the fit, which is made mostly of fronts that ran alone."""
-        if predicted > 0 and seconds >= 0:
+        measured 1.4-1.7x the fit, which is made mostly of fronts that ran alone.  Not learned where the
+        front's cost is assumed (a pinned model plans the same whatever the runs took)."""
+        if predicted > 0 and seconds >= 0 and "front" not in self._fixed:
             ratio = min(_BUSY_RANGE[1], max(_BUSY_RANGE[0], seconds / predicted))
             with self._lock:
                 self._busy_front += _BUSY_GAIN * (ratio - self._busy_front)
