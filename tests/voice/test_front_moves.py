@@ -34,9 +34,9 @@ def _run(model: onnx.ModelProto, **feeds: np.ndarray) -> np.ndarray:
     return np.asarray(session.run(["y"], feeds)[0])
 
 
-def _relative_to_absolute() -> onnx.ModelProto:
-    """VITS's relative attention logits (1, H, L, 2L-1) -> absolute (1, H, L, L), as exported."""
-    n = LENGTH
+def _change_of_frame(consts: dict[str, np.ndarray], shape: list[int]) -> onnx.ModelProto:
+    """x ``shape`` -> Pad, Reshape, Pad, Reshape, Slice with ``consts`` (how VITS's export spells both
+    of its relative attention's changes of position frame)."""
     nodes = [
         helper.make_node("Pad", ["x", "p1", ""], ["a"], mode="constant"),
         helper.make_node("Reshape", ["a", "s1"], ["b"]),
@@ -44,6 +44,12 @@ def _relative_to_absolute() -> onnx.ModelProto:
         helper.make_node("Reshape", ["c", "s2"], ["d"]),
         helper.make_node("Slice", ["d", "starts", "ends", "axes"], ["y"]),
     ]
+    return _model(nodes, [("x", shape)], consts)
+
+
+def _relative_to_absolute() -> onnx.ModelProto:
+    """VITS's relative attention logits (1, H, L, 2L-1) -> absolute (1, H, L, L), as exported."""
+    n = LENGTH
     consts = {
         "p1": np.array([0, 0, 0, 0, 0, 0, 0, 1], np.int64),
         "s1": np.array([1, HEADS, n * 2 * n], np.int64),
@@ -53,19 +59,12 @@ def _relative_to_absolute() -> onnx.ModelProto:
         "ends": np.array([n, 1 << 62], np.int64),
         "axes": np.array([2, 3], np.int64),
     }
-    return _model(nodes, [("x", [1, HEADS, n, 2 * n - 1])], consts)
+    return _change_of_frame(consts, [1, HEADS, n, 2 * n - 1])
 
 
 def _absolute_to_relative() -> onnx.ModelProto:
     """Attention weights (1, H, L, L) -> relative (1, H, L, 2L-1), as exported (zeros where no position)."""
     n = LENGTH
-    nodes = [
-        helper.make_node("Pad", ["x", "p1", ""], ["a"], mode="constant"),
-        helper.make_node("Reshape", ["a", "s1"], ["b"]),
-        helper.make_node("Pad", ["b", "p2", ""], ["c"], mode="constant"),
-        helper.make_node("Reshape", ["c", "s2"], ["d"]),
-        helper.make_node("Slice", ["d", "starts", "ends", "axes"], ["y"]),
-    ]
     consts = {
         "p1": np.array([0, 0, 0, 0, 0, 0, 0, n - 1], np.int64),
         "s1": np.array([1, HEADS, n * (2 * n - 1)], np.int64),
@@ -75,7 +74,7 @@ def _absolute_to_relative() -> onnx.ModelProto:
         "ends": np.array([1 << 62], np.int64),
         "axes": np.array([3], np.int64),
     }
-    return _model(nodes, [("x", [1, HEADS, n, n])], consts)
+    return _change_of_frame(consts, [1, HEADS, n, n])
 
 
 def test_relative_attention_s_changes_of_frame_become_one_gather_with_the_same_values() -> None:
