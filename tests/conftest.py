@@ -31,6 +31,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(os.environ["EDGETTS_TEST_CACHE_DIR"], ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With $EDGETTS_REALTIME_FILES, write there the test files that hold realtime tests, one per
+    line, before `-m` deselects any: scripts/test.sh's realtime pass then collects those files
+    alone, not the whole suite a second time (seconds of imports and assertion rewriting)."""
+    out = os.environ.get("EDGETTS_REALTIME_FILES")
+    if not out:
+        return
+    files = sorted(
+        {os.path.relpath(item.path, config.rootpath) for item in items if item.get_closest_marker("realtime")}
+    )
+    # Every xdist worker collects the same tests and writes the same list: whole files only.
+    partial = f"{out}.{os.getpid()}"
+    Path(partial).write_text("".join(f"{name}\n" for name in files))
+    os.replace(partial, out)
+
+
 # support.* (tests/) and tools.* (the root) import through pytest's pythonpath (pyproject.toml).
 # The broker, ALSA capture, notify-socket and paced-sink fixtures, for every test module.
 pytest_plugins = ["support.broker", "support.alsa", "support.notify", "support.daemon", "support.paced"]

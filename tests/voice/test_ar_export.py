@@ -6,12 +6,8 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
-torch = pytest.importorskip("torch", reason="torch is needed to build the reference Qwen2 checkpoint")
-transformers = pytest.importorskip("transformers", reason="transformers builds the reference Qwen2")
-
 import onnxruntime as ort
+import pytest
 
 from edgetts.voice.ar.kv_cache import BlockPool, KvLayout
 from edgetts.voice.ar.lm import BlockLm
@@ -21,8 +17,16 @@ from support.paths import ROOT
 from tools.make_ar_test_voice import TINY_SHAPE
 
 
+def _torch():  # type: ignore[no-untyped-def]
+    """torch, imported by the tests that run it: at the module's top, every collection of the
+    suite (each xdist worker's, the realtime tier's) paid its ~3 s import."""
+    return pytest.importorskip("torch", reason="torch is needed to build the reference Qwen2 checkpoint")
+
+
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
+    torch = _torch()
+    transformers = pytest.importorskip("transformers", reason="transformers builds the reference Qwen2")
     cfg = transformers.Qwen2Config(
         vocab_size=300,
         hidden_size=TINY_SHAPE.hidden_size,
@@ -53,6 +57,7 @@ def run_cli(*args: str) -> None:
 
 def test_block_export_matches_transformers_with_cache(checkpoint, tmp_path):
     d, model = checkpoint
+    torch = _torch()
     run_cli(str(d), str(tmp_path / "lm.onnx"))
     ids = np.random.default_rng(0).integers(0, 300, 30)
     with torch.no_grad():
@@ -72,6 +77,7 @@ def test_block_export_matches_transformers_with_cache(checkpoint, tmp_path):
 
 def test_naive_export_matches_transformers_and_concats(checkpoint, tmp_path):
     d, model = checkpoint
+    torch = _torch()
     run_cli(str(d), str(tmp_path / "naive.onnx"), "--naive")
     sess = ort.InferenceSession(str(tmp_path / "naive.onnx"), providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
