@@ -96,19 +96,14 @@ def reference(config: dict[str, object], rate: int, audio: np.ndarray) -> int:
                     break
             if due > frames:
                 write(bytes(2 * (due - frames)))
-            heard = epoch + frames / rate
-            print(
-                json.dumps(
-                    {
-                        "i": i,
-                        "kind": "reference",
-                        "heard_unix": heard + time.time() - time.monotonic(),
-                        "disturbed": time.monotonic() < disturbed_until,
-                    }
-                ),
-                flush=True,
-            )
-            write(burst)
+            heard = epoch + frames / rate + time.time() - time.monotonic()
+            # Block by block, as the silence: a stall within the burst splits it in the recording,
+            # and one write of all of it would hide that stall (a clean-clone run once failed on
+            # such a burst, matched at 0.78, that its reading had not called disturbed).
+            for start in range(0, len(burst), 2 * REFERENCE_BLOCK):
+                write(burst[start : start + 2 * REFERENCE_BLOCK])
+            disturbed = time.monotonic() < disturbed_until
+            print(json.dumps({"i": i, "kind": "reference", "heard_unix": heard, "disturbed": disturbed}), flush=True)
         write(bytes(2 * rate // 5))
     finally:
         stream.close()
@@ -149,7 +144,8 @@ class ReferencePlayer:
         self.heard_unix: list[float] = []
         """When each burst was heard by the reference's reading, but those it played disturbed."""
         self.disturbed = 0
-        """Bursts left out: played within a second of a stall of the reference's own process."""
+        """Bursts left out: played within a second of a stall of the reference's own process, or
+        during one."""
 
     def finish(self, stop: bool = False) -> list[float]:
         """Wait for the last burst (``stop``: end it now); when each burst played was heard by the
@@ -165,7 +161,7 @@ class ReferencePlayer:
             self._log.close()
         assert self._proc.returncode == (-15 if stop else 0), f"the reference player exited {self._proc.returncode}"
         lines = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
-        if stop:  # (the last burst may have been cut short: printed before it was written)
+        if stop:  # (the last burst may have been cut short: ended while its last blocks were queued)
             lines = lines[:-1]
         self.heard_unix = [float(r["heard_unix"]) for r in lines if not r["disturbed"]]
         self.disturbed = sum(bool(r["disturbed"]) for r in lines)
