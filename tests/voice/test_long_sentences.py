@@ -44,9 +44,19 @@ def unbounded_voice():  # type: ignore[no-untyped-def]
     )
 
 
+SPOKEN_CORPUS_LINES = 3
+"""Corpus lines spoken by both voices: the longest, nearest the piece limit. Every line's plan and
+ids are compared; the same ids through the same model differ in audio only if the arena's
+shrinking changed a number, which any line shows (all 20 spoken: ~35 s of CPU)."""
+
+
 def test_corpus_ids_and_audio_are_unchanged(default_voice, unbounded_voice) -> None:  # type: ignore[no-untyped-def]
+    sizes = {}
     for line in corpus_lines():
-        assert default_voice.frontend.plan(line) == unbounded_voice.frontend.plan(line), line
+        plan = default_voice.frontend.plan(line)
+        assert plan == unbounded_voice.frontend.plan(line), line
+        sizes[line] = max(len(default_voice.frontend.phoneme_ids(s.phonemes)) for s in plan if isinstance(s, Sentence))
+    for line in sorted(sizes, key=sizes.__getitem__)[-SPOKEN_CORPUS_LINES:]:
         bounded = list(default_voice.synthesize(line, ZERO_NOISE))
         whole = list(unbounded_voice.synthesize(line, ZERO_NOISE))
         assert [c.phoneme_ids for c in bounded] == [c.phoneme_ids for c in whole], line
