@@ -18,8 +18,8 @@ from tools.make_ar_test_voice import TINY_SHAPE
 
 
 def _torch():  # type: ignore[no-untyped-def]
-    """torch, imported by the tests that run it: at the module's top, every collection of the
-    suite (each xdist worker's, the realtime tier's) paid its ~3 s import."""
+    """torch, imported only by the tests that run it: at the module's top, its ~3 s import would
+    be paid by every collection of the suite (each xdist worker's, the realtime pass's)."""
     return pytest.importorskip("torch", reason="torch is needed to build the reference Qwen2 checkpoint")
 
 
