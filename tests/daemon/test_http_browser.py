@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from support.console import free_port, http_extra
+from support.fakes import PiecedVoice
 from support.paths import ROOT
 from support.pcm import assert_played, tone
 
@@ -88,7 +89,9 @@ def _announce(driver: Any, text: str, priority: str = "normal") -> str:
 def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path) -> None:
     (tmp_path / "pw").write_text(PASSWORD + "\n")
     port = free_port()
+    voice = PiecedVoice()
     rig = daemon_rig(
+        voice,
         clips={"ding": tone(880, 0.4)},
         audio_extra="realtime_pacing: true",
         device_extra="groups: [platforms]",
@@ -135,6 +138,9 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     assert_played(rig.capture.pcm(), rig.expected(text), FADE)
     # stop and cancel
     long_text = " ".join(f"Sentence number {i} of the long one." for i in range(10))
+    # Its second piece waits until the stop below: it is still playing when the test gets there,
+    # however slowly a loaded machine drives the browser (it once ended first, ~2 s of audio).
+    voice.hold(long_text, 1)
     long_id = _announce(d, long_text)
     _wait(d, lambda d: _logged(d, long_id, "started"))
     _wait(d, lambda d: d.find_element("id", "now-playing").get_attribute("data-id") == long_id)
@@ -148,6 +154,7 @@ def test_the_console_in_a_real_browser(daemon_rig, browser: Any, tmp_path: Path)
     _wait(d, lambda d: _logged(d, queued_id, "cancelled"))
     d.find_element("id", "stop-button").click()
     _wait(d, lambda d: _logged(d, long_id, "cancelled"))
+    voice.hold(None)
     _wait(d, lambda d: d.find_element("id", "now-playing").text == "nothing")
     assert "started" not in rig.probe.events_of(queued_id)
     assert rig.probe.wait_event(long_id, "cancelled")["reason"] == "stopped from http"
