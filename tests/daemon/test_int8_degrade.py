@@ -27,6 +27,11 @@ from support.daemon import DaemonRig
 
 pytestmark = pytest.mark.mqtt
 
+IDLE_PRIORITY = pytest.mark.realtime
+"""The realtime tier's, for the tests that wait for the variant's maker: it runs at idle priority
+(SCHED_IDLE), so it gets a core only when nothing else wants one, which the default tier, on one
+worker more than the cores, never leaves (beside a CPU hog it once did not start in 30 s)."""
+
 MAKE = """
 import json, os, shutil, sys, time
 model, output, record, mode = sys.argv[1:5]
@@ -86,6 +91,7 @@ def _wait(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@IDLE_PRIORITY
 def test_a_slow_voice_gets_its_int8_variant_made_at_idle_priority_and_speaks_with_it(
     daemon_rig: Any, tmp_path: Path
 ) -> None:
@@ -116,6 +122,7 @@ def test_a_slow_voice_gets_its_int8_variant_made_at_idle_priority_and_speaks_wit
     assert len(_records(record)) == 1
 
 
+@IDLE_PRIORITY
 def test_a_variant_that_cannot_be_made_is_said_once_and_the_voice_goes_on(daemon_rig: Any, tmp_path: Path) -> None:
     loads: list[str] = []
     spoken: list[tuple[str, str]] = []
@@ -134,6 +141,7 @@ def test_a_variant_that_cannot_be_made_is_said_once_and_the_voice_goes_on(daemon
     assert not any("-int8-" in m for m in loads)
 
 
+@IDLE_PRIORITY
 def test_a_variant_no_faster_than_its_voice_is_not_spoken_with(
     daemon_rig: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -157,6 +165,7 @@ def test_a_variant_no_faster_than_its_voice_is_not_spoken_with(
     assert len(_records(record)) == 1 and not any("-int8-" in m for m in loads)
 
 
+@IDLE_PRIORITY
 def test_a_variant_being_made_is_ended_with_the_daemon(daemon_rig: Any, tmp_path: Path) -> None:
     record = tmp_path / "made.jsonl"
     rig: DaemonRig = daemon_rig(real_voices=True, loader=_slow_loader([], []), int8_command=_command(record, "hang"))
